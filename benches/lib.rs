@@ -1,0 +1,1 @@
+//! Criterion benches across the layers of cuzk live in `benches/`; this library is empty.

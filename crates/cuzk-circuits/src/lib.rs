@@ -1,0 +1,6 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod synthetic;
+
+pub use synthetic::Synthetic;

@@ -1,0 +1,133 @@
+//! The backend trait: the heavy operations of a prover, on buffers the backend owns.
+
+use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
+
+/// A buffer of MSM bases owned by a backend.
+pub trait Bases: Send + Sync {
+    /// Number of bases.
+    fn len(&self) -> usize;
+    /// Whether there are no bases.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Which transform an NTT call performs. All use ark-poly's conventions: natural order in and out,
+/// `ω` the primitive root of unity of the domain size, cosets shifted by `g = Fr::GENERATOR`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NttKind {
+    /// Coefficients to evaluations on the subgroup `H`.
+    Forward,
+    /// Evaluations on `H` to coefficients (scaled by `1/n`).
+    Inverse,
+    /// Coefficients to evaluations on the coset `g·H`.
+    CosetForward,
+    /// Evaluations on `g·H` to coefficients.
+    CosetInverse,
+}
+
+/// The scalars of an MSM: in host memory, or a prefix of a backend-owned polynomial (so `h` need not
+/// leave the device).
+#[derive(Debug, Clone, Copy)]
+pub enum MsmScalars<'a, P> {
+    /// Scalars in host memory.
+    Host(&'a [Fr]),
+    /// The first `len` coefficients of a backend polynomial.
+    Poly {
+        /// The polynomial.
+        poly: &'a P,
+        /// How many leading coefficients take part.
+        len: usize,
+    },
+}
+
+/// A failed backend operation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackendError {
+    /// Buffers of different lengths were combined.
+    #[error("{op}: expected {expected} elements, got {got}")]
+    LengthMismatch {
+        /// The operation.
+        op: &'static str,
+        /// The length required.
+        expected: usize,
+        /// The length given.
+        got: usize,
+    },
+    /// A size the backend cannot handle.
+    #[error("{op}: unsupported size {size}: {reason}")]
+    UnsupportedSize {
+        /// The operation.
+        op: &'static str,
+        /// The size asked for.
+        size: usize,
+        /// Why it is unsupported.
+        reason: &'static str,
+    },
+    /// The device reported an error.
+    #[error("{op} failed on the device")]
+    Device {
+        /// The operation.
+        op: &'static str,
+        /// The device error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// The heavy operations of a Groth16 prover.
+///
+/// Polynomials and bases are backend-owned: a GPU backend keeps them in device memory, and only the
+/// MSM results (single points) come back to the host.
+pub trait Backend: Send + Sync {
+    /// A vector of Fr owned by the backend.
+    type Poly: Send + Sync;
+    /// G1 bases owned by the backend.
+    type G1Bases: Bases;
+    /// G2 bases owned by the backend.
+    type G2Bases: Bases;
+
+    /// A short name for logs and reports ("cpu", "cuda").
+    fn name(&self) -> &'static str;
+
+    /// Whether independent operations (the MSMs of one proof, the NTTs of several polynomials) may be
+    /// issued from several threads at once to good effect.
+    fn concurrent_ops(&self) -> bool {
+        false
+    }
+
+    /// Takes ownership of G1 bases (uploading them, for a device backend).
+    fn load_g1_bases(&self, bases: Vec<G1Affine>) -> Result<Self::G1Bases, BackendError>;
+    /// Takes ownership of G2 bases.
+    fn load_g2_bases(&self, bases: Vec<G2Affine>) -> Result<Self::G2Bases, BackendError>;
+
+    /// A polynomial of `size` elements (a power of two): `values` followed by zeros.
+    fn poly_from_host(&self, values: &[Fr], size: usize) -> Result<Self::Poly, BackendError>;
+    /// Copies a polynomial back to the host.
+    fn poly_to_host(&self, poly: &Self::Poly) -> Result<Vec<Fr>, BackendError>;
+    /// Number of elements in a polynomial.
+    fn poly_len(&self, poly: &Self::Poly) -> usize;
+
+    /// Transforms each polynomial in place. All must have the same power-of-two length.
+    fn ntt(&self, polys: &mut [&mut Self::Poly], kind: NttKind) -> Result<(), BackendError>;
+
+    /// The elementwise quotient step of the witness map: `a[i] = (a[i]·b[i] − c[i])·z_inv`.
+    fn quotient(&self, a: &mut Self::Poly, b: &Self::Poly, c: &Self::Poly, z_inv: Fr) -> Result<(), BackendError>;
+
+    /// `Σ scalars[i]·bases[i]` over G1. The scalar count must equal the number of bases.
+    fn msm_g1(&self, bases: &Self::G1Bases, scalars: MsmScalars<'_, Self::Poly>) -> Result<G1Projective, BackendError>;
+    /// `Σ scalars[i]·bases[i]` over G2. The scalar count must equal the number of bases.
+    fn msm_g2(&self, bases: &Self::G2Bases, scalars: &[Fr]) -> Result<G2Projective, BackendError>;
+}
+
+impl BackendError {
+    /// `Ok` when `got == expected`, else [`BackendError::LengthMismatch`].
+    pub fn expect_len(op: &'static str, expected: usize, got: usize) -> Result<(), Self> {
+        if expected == got {
+            Ok(())
+        } else {
+            Err(Self::LengthMismatch { op, expected, got })
+        }
+    }
+}

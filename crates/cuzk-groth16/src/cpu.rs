@@ -1,0 +1,130 @@
+//! The CPU reference backend, on arkworks.
+
+use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
+use ark_ec::VariableBaseMSM;
+use ark_ff::{FftField, PrimeField, Zero};
+use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
+use rayon::prelude::*;
+
+use crate::{Backend, BackendError, Bases, MsmScalars, NttKind};
+
+/// The CPU backend: polynomials and bases in host memory, arithmetic by arkworks, parallel with rayon.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CpuBackend;
+
+/// A polynomial of the CPU backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuPoly(pub Vec<Fr>);
+
+impl<T: Send + Sync> Bases for Vec<T> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+}
+
+fn domain(op: &'static str, size: usize) -> Result<Radix2EvaluationDomain<Fr>, BackendError> {
+    if !size.is_power_of_two() {
+        return Err(BackendError::UnsupportedSize { op, size, reason: "not a power of two" });
+    }
+    Radix2EvaluationDomain::new(size).ok_or(BackendError::UnsupportedSize {
+        op,
+        size,
+        reason: "larger than Fr's two-adic subgroup",
+    })
+}
+
+fn to_bigints(scalars: &[Fr]) -> Vec<<Fr as PrimeField>::BigInt> {
+    scalars.par_iter().with_min_len(1 << 12).map(|s| s.into_bigint()).collect()
+}
+
+impl Backend for CpuBackend {
+    type Poly = CpuPoly;
+    type G1Bases = Vec<G1Affine>;
+    type G2Bases = Vec<G2Affine>;
+
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn concurrent_ops(&self) -> bool {
+        true
+    }
+
+    fn load_g1_bases(&self, bases: Vec<G1Affine>) -> Result<Vec<G1Affine>, BackendError> {
+        Ok(bases)
+    }
+
+    fn load_g2_bases(&self, bases: Vec<G2Affine>) -> Result<Vec<G2Affine>, BackendError> {
+        Ok(bases)
+    }
+
+    fn poly_from_host(&self, values: &[Fr], size: usize) -> Result<CpuPoly, BackendError> {
+        domain("poly_from_host", size)?;
+        if values.len() > size {
+            return Err(BackendError::LengthMismatch { op: "poly_from_host", expected: size, got: values.len() });
+        }
+        let mut v = Vec::with_capacity(size);
+        v.extend_from_slice(values);
+        v.resize(size, Fr::zero());
+        Ok(CpuPoly(v))
+    }
+
+    fn poly_to_host(&self, poly: &CpuPoly) -> Result<Vec<Fr>, BackendError> {
+        Ok(poly.0.clone())
+    }
+
+    fn poly_len(&self, poly: &CpuPoly) -> usize {
+        poly.0.len()
+    }
+
+    fn ntt(&self, polys: &mut [&mut CpuPoly], kind: NttKind) -> Result<(), BackendError> {
+        let Some(first) = polys.first() else { return Ok(()) };
+        let n = first.0.len();
+        for p in polys.iter() {
+            BackendError::expect_len("ntt", n, p.0.len())?;
+        }
+        let mut d = domain("ntt", n)?;
+        if matches!(kind, NttKind::CosetForward | NttKind::CosetInverse) {
+            d = d.get_coset(Fr::GENERATOR).ok_or(BackendError::UnsupportedSize {
+                op: "ntt",
+                size: n,
+                reason: "no coset of this domain",
+            })?;
+        }
+        polys.par_iter_mut().for_each(|p| match kind {
+            NttKind::Forward | NttKind::CosetForward => d.fft_in_place(&mut p.0),
+            NttKind::Inverse | NttKind::CosetInverse => d.ifft_in_place(&mut p.0),
+        });
+        Ok(())
+    }
+
+    fn quotient(&self, a: &mut CpuPoly, b: &CpuPoly, c: &CpuPoly, z_inv: Fr) -> Result<(), BackendError> {
+        BackendError::expect_len("quotient", a.0.len(), b.0.len())?;
+        BackendError::expect_len("quotient", a.0.len(), c.0.len())?;
+        a.0.par_iter_mut().zip(&b.0).zip(&c.0).with_min_len(1 << 12).for_each(|((a, b), c)| {
+            *a *= b;
+            *a -= c;
+            *a *= z_inv;
+        });
+        Ok(())
+    }
+
+    fn msm_g1(&self, bases: &Vec<G1Affine>, scalars: MsmScalars<'_, CpuPoly>) -> Result<G1Projective, BackendError> {
+        let scalars = match scalars {
+            MsmScalars::Host(s) => s,
+            MsmScalars::Poly { poly, len } => {
+                if len > poly.0.len() {
+                    return Err(BackendError::LengthMismatch { op: "msm_g1", expected: poly.0.len(), got: len });
+                }
+                &poly.0[..len]
+            }
+        };
+        BackendError::expect_len("msm_g1", bases.len(), scalars.len())?;
+        Ok(G1Projective::msm_bigint(bases, &to_bigints(scalars)))
+    }
+
+    fn msm_g2(&self, bases: &Vec<G2Affine>, scalars: &[Fr]) -> Result<G2Projective, BackendError> {
+        BackendError::expect_len("msm_g2", bases.len(), scalars.len())?;
+        Ok(G2Projective::msm_bigint(bases, &to_bigints(scalars)))
+    }
+}

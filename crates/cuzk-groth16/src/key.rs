@@ -1,0 +1,93 @@
+//! A proving key taken apart for a backend: bases in backend memory, the rest on the host.
+
+use ark_bls12_381::{Bls12_381, G1Affine};
+use ark_groth16::{PreparedVerifyingKey, ProvingKey, VerifyingKey};
+use cuzk_synth::Counts;
+
+use crate::{Backend, Bases, ProveError};
+
+/// A proving key whose query bases live in a backend (on the device, for a GPU backend).
+///
+/// Built once per key and reused by every proof. The verifying key is prepared for the self-check.
+pub struct PreparedKey<B: Backend> {
+    pub(crate) vk: VerifyingKey<Bls12_381>,
+    pub(crate) pvk: PreparedVerifyingKey<Bls12_381>,
+    pub(crate) beta_g1: G1Affine,
+    pub(crate) delta_g1: G1Affine,
+    pub(crate) a: B::G1Bases,
+    pub(crate) b_g1: B::G1Bases,
+    pub(crate) b_g2: B::G2Bases,
+    pub(crate) l: B::G1Bases,
+    pub(crate) h: B::G1Bases,
+}
+
+fn consistent(what: &str, len: usize, expected: usize) -> Result<(), ProveError> {
+    if len == expected {
+        Ok(())
+    } else {
+        Err(ProveError::MalformedKey(format!("{what} has {len} bases, expected {expected}")))
+    }
+}
+
+impl<B: Backend> PreparedKey<B> {
+    /// Checks the key's internal consistency, then hands its bases to the backend.
+    pub fn new(backend: &B, pk: ProvingKey<Bls12_381>) -> Result<Self, ProveError> {
+        let variables = pk.a_query.len();
+        consistent("b_g1_query", pk.b_g1_query.len(), variables)?;
+        consistent("b_g2_query", pk.b_g2_query.len(), variables)?;
+        let instance = pk.vk.gamma_abc_g1.len();
+        if instance == 0 || instance > variables {
+            return Err(ProveError::MalformedKey(format!(
+                "gamma_abc_g1 has {instance} elements for {variables} variables"
+            )));
+        }
+        consistent("l_query", pk.l_query.len(), variables - instance)?;
+        let h_len = pk.h_query.len();
+        if !(h_len + 1).is_power_of_two() {
+            return Err(ProveError::MalformedKey(format!("h_query has {h_len} bases, not a power of two minus one")));
+        }
+        let pvk = ark_groth16::prepare_verifying_key(&pk.vk);
+        Ok(Self {
+            vk: pk.vk,
+            pvk,
+            beta_g1: pk.beta_g1,
+            delta_g1: pk.delta_g1,
+            a: backend.load_g1_bases(pk.a_query)?,
+            b_g1: backend.load_g1_bases(pk.b_g1_query)?,
+            b_g2: backend.load_g2_bases(pk.b_g2_query)?,
+            l: backend.load_g1_bases(pk.l_query)?,
+            h: backend.load_g1_bases(pk.h_query)?,
+        })
+    }
+
+    /// The verifying key.
+    pub fn vk(&self) -> &VerifyingKey<Bls12_381> {
+        &self.vk
+    }
+
+    /// The verifying key, prepared for pairing checks.
+    pub fn prepared_vk(&self) -> &PreparedVerifyingKey<Bls12_381> {
+        &self.pvk
+    }
+
+    /// The NTT domain size the key was made for.
+    pub fn domain_size(&self) -> usize {
+        self.h.len() + 1
+    }
+
+    /// Checks that this key was made for a circuit of these counts, naming the first count that differs.
+    pub fn check_fits(&self, counts: &Counts) -> Result<(), ProveError> {
+        let checks = [
+            ("instance variables", self.vk.gamma_abc_g1.len(), counts.instance),
+            ("witness variables", self.l.len(), counts.witness),
+            ("variables", self.a.len(), counts.variables()),
+            ("NTT domain size (constraints + instance variables, rounded up)", self.domain_size(), counts.domain_size()),
+        ];
+        for (what, key, circuit) in checks {
+            if key != circuit {
+                return Err(ProveError::KeyMismatch { what, key, circuit });
+            }
+        }
+        Ok(())
+    }
+}

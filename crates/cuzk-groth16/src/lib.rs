@@ -1,0 +1,39 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod backend;
+mod cpu;
+mod key;
+mod prover;
+
+pub use backend::{Backend, BackendError, Bases, MsmScalars, NttKind};
+pub use cpu::{CpuBackend, CpuPoly};
+pub use key::PreparedKey;
+pub use prover::{prove, verify, witness_map, ProveOptions, StageTimes};
+
+/// Why a proof could not be produced.
+#[derive(Debug, thiserror::Error)]
+pub enum ProveError {
+    /// The proving key does not fit the circuit.
+    #[error("the proving key does not fit the circuit: the key has {key} {what}, the circuit {circuit}")]
+    KeyMismatch {
+        /// What differs ("variables", "witness variables", "instance variables", "constraint rows").
+        what: &'static str,
+        /// The count the key was made for.
+        key: usize,
+        /// The circuit's count.
+        circuit: usize,
+    },
+    /// The proving key is inconsistent in itself.
+    #[error("malformed proving key: {0}")]
+    MalformedKey(String),
+    /// A backend operation failed.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// The proof failed verification against the key's verifying key; it was not returned.
+    #[error("self-check failed: the proof does not verify against the key's verifying key")]
+    SelfCheckFailed,
+    /// The verifier itself reported an error.
+    #[error("verification error: {0}")]
+    Verification(ark_relations::gr1cs::SynthesisError),
+}

@@ -1,0 +1,196 @@
+//! The witness map and proof assembly, written once over [`Backend`].
+
+use std::time::{Duration, Instant};
+
+use ark_bls12_381::{Bls12_381, Fr, G1Projective, G2Projective};
+use ark_ec::CurveGroup;
+use ark_ff::{FftField, Field, Zero};
+use ark_groth16::{Groth16, Proof};
+use cuzk_synth::Synthesized;
+
+use crate::{Backend, BackendError, MsmScalars, NttKind, PreparedKey, ProveError};
+
+/// How to prove.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProveOptions {
+    /// Verify each proof against the key's verifying key before returning it (on by default).
+    pub verify: bool,
+}
+
+impl Default for ProveOptions {
+    fn default() -> Self {
+        Self { verify: true }
+    }
+}
+
+/// Wall-clock time of each prover stage. MSMs may overlap when the backend runs them concurrently, so
+/// the stages can add up to more than `total`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StageTimes {
+    /// The witness map: uploads, seven NTTs and the quotient step.
+    pub witness_map: Duration,
+    /// MSM of `a_query` (G1).
+    pub msm_a: Duration,
+    /// MSM of `b_g1_query` (G1; skipped when `r = 0`).
+    pub msm_b_g1: Duration,
+    /// MSM of `b_g2_query` (G2).
+    pub msm_b_g2: Duration,
+    /// MSM of `l_query` (G1).
+    pub msm_l: Duration,
+    /// MSM of `h_query` (G1).
+    pub msm_h: Duration,
+    /// Blinding and conversion to affine.
+    pub assemble: Duration,
+    /// The self-check.
+    pub verify: Duration,
+    /// Everything, end to end.
+    pub total: Duration,
+}
+
+fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let t = Instant::now();
+    let v = f();
+    (v, t.elapsed())
+}
+
+/// Runs `a` and `b`, concurrently when the backend allows it.
+fn join<A: Send, B: Send>(
+    parallel: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if parallel {
+        rayon::join(a, b)
+    } else {
+        (a(), b())
+    }
+}
+
+/// Computes the coefficients of `h = (a·b − c) / Z` on the backend, exactly as ark-groth16's
+/// `LibsnarkReduction::witness_map_from_matrices` does in the field. The result has `domain_size`
+/// coefficients, the last of which is zero.
+pub fn witness_map<B: Backend>(backend: &B, syn: &Synthesized) -> Result<B::Poly, BackendError> {
+    let n = syn.counts().domain_size();
+    let mut a = backend.poly_from_host(&syn.a, n)?;
+    let mut b = backend.poly_from_host(&syn.b, n)?;
+    let mut c = backend.poly_from_host(&syn.c, n)?;
+    backend.ntt(&mut [&mut a, &mut b, &mut c], NttKind::Inverse)?;
+    backend.ntt(&mut [&mut a, &mut b, &mut c], NttKind::CosetForward)?;
+    // Z(x) = x^n − 1 is constant on the coset g·H: Z(g·ω^i) = g^n − 1.
+    let z = Fr::GENERATOR.pow([n as u64]) - Fr::from(1u64);
+    let z_inv = z.inverse().ok_or(BackendError::UnsupportedSize {
+        op: "witness_map",
+        size: n,
+        reason: "the vanishing polynomial is zero on the coset",
+    })?;
+    backend.quotient(&mut a, &b, &c, z_inv)?;
+    drop((b, c));
+    backend.ntt(&mut [&mut a], NttKind::CosetInverse)?;
+    Ok(a)
+}
+
+/// Proves one synthesized partition with blinding scalars `r` and `s`.
+///
+/// The result equals `ark_groth16::Groth16::<Bls12_381>::create_proof_with_reduction(circuit, &pk, r, s)`
+/// byte for byte. With `options.verify` the proof is checked against the key's verifying key first.
+pub fn prove<B: Backend>(
+    backend: &B,
+    key: &PreparedKey<B>,
+    syn: &Synthesized,
+    r: Fr,
+    s: Fr,
+    options: &ProveOptions,
+) -> Result<(Proof<Bls12_381>, StageTimes), ProveError> {
+    let start = Instant::now();
+    let mut times = StageTimes::default();
+    key.check_fits(&syn.counts())?;
+
+    let (h, t) = timed(|| witness_map(backend, syn));
+    let h = h?;
+    times.witness_map = t;
+
+    let par = backend.concurrent_ops();
+    let z = &syn.assignment[..];
+    let witness = syn.witness();
+    let h_len = key.domain_size() - 1;
+    let msm = |bases, scalars| timed(|| backend.msm_g1(bases, scalars));
+    let ((h_acc, l_acc), (a_acc, (b1_acc, b2_acc))) = join(
+        par,
+        || {
+            join(
+                par,
+                || msm(&key.h, MsmScalars::Poly { poly: &h, len: h_len }),
+                || msm(&key.l, MsmScalars::Host(witness)),
+            )
+        },
+        || {
+            join(
+                par,
+                || msm(&key.a, MsmScalars::Host(z)),
+                || {
+                    join(
+                        par,
+                        || {
+                            // B in G1 only enters C through r·B1.
+                            if r.is_zero() {
+                                (Ok(G1Projective::zero()), Duration::ZERO)
+                            } else {
+                                msm(&key.b_g1, MsmScalars::Host(z))
+                            }
+                        },
+                        || timed(|| backend.msm_g2(&key.b_g2, z)),
+                    )
+                },
+            )
+        },
+    );
+    drop(h);
+    (times.msm_h, times.msm_l, times.msm_a, times.msm_b_g1, times.msm_b_g2) =
+        (h_acc.1, l_acc.1, a_acc.1, b1_acc.1, b2_acc.1);
+    let (h_acc, l_acc, a_acc, b1_acc, b2_acc) = (h_acc.0?, l_acc.0?, a_acc.0?, b1_acc.0?, b2_acc.0?);
+
+    let acc = Accumulators { a: a_acc, b_g1: b1_acc, b_g2: b2_acc, l: l_acc, h: h_acc };
+    let (proof, t) = timed(|| assemble(key, r, s, acc));
+    times.assemble = t;
+
+    if options.verify {
+        let (ok, t) = timed(|| verify(key, &proof, syn.public_inputs()));
+        times.verify = t;
+        ok?;
+    }
+    times.total = start.elapsed();
+    Ok((proof, times))
+}
+
+/// The MSM results of one proof.
+struct Accumulators {
+    a: G1Projective,
+    b_g1: G1Projective,
+    b_g2: G2Projective,
+    l: G1Projective,
+    h: G1Projective,
+}
+
+/// Blinding and assembly (see ark-groth16's `create_proof_with_assignment`):
+/// `A = α + Σz·a + r·δ`, `B = β + Σz·b + s·δ` (in G1 and G2), `C = s·A + r·B1 − r·s·δ + Σw·l + Σh·h`.
+fn assemble<B: Backend>(key: &PreparedKey<B>, r: Fr, s: Fr, acc: Accumulators) -> Proof<Bls12_381> {
+    let delta_g1 = G1Projective::from(key.delta_g1);
+    let g_a = acc.a + key.vk.alpha_g1 + delta_g1 * r;
+    let g2_b = acc.b_g2 + key.vk.beta_g2 + G2Projective::from(key.vk.delta_g2) * s;
+    let g1_b = if r.is_zero() { G1Projective::zero() } else { acc.b_g1 + key.beta_g1 + delta_g1 * s };
+    let g_c = g_a * s + g1_b * r - delta_g1 * (r * s) + acc.l + acc.h;
+    Proof { a: g_a.into_affine(), b: g2_b.into_affine(), c: g_c.into_affine() }
+}
+
+/// Verifies a proof against the key's prepared verifying key.
+pub fn verify<B: Backend>(
+    key: &PreparedKey<B>,
+    proof: &Proof<Bls12_381>,
+    public_inputs: &[Fr],
+) -> Result<(), ProveError> {
+    match Groth16::<Bls12_381>::verify_proof(&key.pvk, proof, public_inputs) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(ProveError::SelfCheckFailed),
+        Err(e) => Err(ProveError::Verification(e)),
+    }
+}

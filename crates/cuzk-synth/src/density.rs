@@ -1,0 +1,100 @@
+//! Density of an assignment: which scalars are 0, 1 or anything else.
+//!
+//! Groth16 witnesses are dominated by bits. MSM backends skip zeros, add the bases of ones with a plain
+//! batch addition, and run the bucket method only on the rest.
+
+use ark_bls12_381::Fr;
+use ark_ff::{One, Zero};
+use rayon::prelude::*;
+
+/// The class of one scalar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScalarClass {
+    /// The scalar is 0: its base can be skipped.
+    Zero,
+    /// The scalar is 1: its base is added as is.
+    One,
+    /// Any other value.
+    Other,
+}
+
+/// Bitmaps marking the zeros and ones of a scalar vector, with counts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Density {
+    len: usize,
+    zero: Vec<u64>,
+    one: Vec<u64>,
+    num_zero: usize,
+    num_one: usize,
+}
+
+impl Density {
+    /// Classifies every scalar of `scalars`, in parallel.
+    pub fn of(scalars: &[Fr]) -> Self {
+        let (zero, one): (Vec<u64>, Vec<u64>) = scalars
+            .par_chunks(64)
+            .map(|chunk| {
+                let (mut z, mut o) = (0u64, 0u64);
+                for (bit, s) in chunk.iter().enumerate() {
+                    if s.is_zero() {
+                        z |= 1 << bit;
+                    } else if s.is_one() {
+                        o |= 1 << bit;
+                    }
+                }
+                (z, o)
+            })
+            .unzip();
+        let num_zero = zero.iter().map(|w| w.count_ones() as usize).sum();
+        let num_one = one.iter().map(|w| w.count_ones() as usize).sum();
+        Self { len: scalars.len(), zero, one, num_zero, num_one }
+    }
+
+    /// Number of scalars classified.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no scalars were classified.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The class of scalar `i`. Panics if `i >= len()`, like slice indexing.
+    pub fn class(&self, i: usize) -> ScalarClass {
+        assert!(i < self.len, "density index {i} out of range {}", self.len);
+        let (w, b) = (i / 64, i % 64);
+        if self.zero[w] >> b & 1 == 1 {
+            ScalarClass::Zero
+        } else if self.one[w] >> b & 1 == 1 {
+            ScalarClass::One
+        } else {
+            ScalarClass::Other
+        }
+    }
+
+    /// Number of zero scalars.
+    pub fn num_zero(&self) -> usize {
+        self.num_zero
+    }
+
+    /// Number of scalars equal to one.
+    pub fn num_one(&self) -> usize {
+        self.num_one
+    }
+
+    /// Number of scalars that are neither zero nor one.
+    pub fn num_other(&self) -> usize {
+        self.len - self.num_zero - self.num_one
+    }
+
+    /// The zero bitmap: bit `i % 64` of word `i / 64` is set when scalar `i` is zero.
+    pub fn zero_bits(&self) -> &[u64] {
+        &self.zero
+    }
+
+    /// The one bitmap, laid out like [`Density::zero_bits`].
+    pub fn one_bits(&self) -> &[u64] {
+        &self.one
+    }
+}

@@ -1,0 +1,38 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod density;
+mod synthesize;
+
+pub use density::{Density, ScalarClass};
+pub use synthesize::{synthesize, synthesize_all, Counts, SynthesisOptions, Synthesized};
+
+/// Why a circuit could not be synthesized into a provable partition.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SynthError {
+    /// The circuit's own `generate_constraints` failed.
+    #[error("circuit synthesis failed: {0}")]
+    Circuit(#[from] ark_relations::gr1cs::SynthesisError),
+    /// The witness does not satisfy a constraint.
+    #[error("the witness does not satisfy constraint {index} of {num_constraints} (a·b != c)")]
+    Unsatisfied {
+        /// Index of the first unsatisfied R1CS constraint.
+        index: usize,
+        /// Number of constraints in the circuit.
+        num_constraints: usize,
+    },
+    /// The circuit uses a generalised (non-R1CS) predicate, which Groth16 cannot prove.
+    #[error("the circuit enforces {constraints} constraints of predicate `{label}`; Groth16 proves only R1CS")]
+    UnsupportedPredicate {
+        /// The predicate's label.
+        label: String,
+        /// Constraints under it.
+        constraints: usize,
+    },
+    /// The circuit is too large for an NTT domain over Fr (2^32 rows).
+    #[error("{rows} rows (constraints + instance variables) exceed the largest NTT domain, 2^32")]
+    TooLarge {
+        /// Constraints plus instance variables.
+        rows: usize,
+    },
+}

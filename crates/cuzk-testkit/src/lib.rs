@@ -1,0 +1,85 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod gadgets;
+
+pub use cuzk_circuits::Synthetic;
+pub use gadgets::{poseidon_config, MerklePath, PoseidonHash, Sha256Preimage};
+
+use ark_bls12_381::{Bls12_381, Fr};
+use ark_groth16::{Groth16, ProvingKey};
+use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError};
+use rand::{rngs::StdRng, RngCore, SeedableRng};
+
+/// A seeded RNG: the seed is `CUZK_TEST_SEED` when set, fresh otherwise, and is printed (test output
+/// shows it on failure) so any failing run can be replayed.
+pub fn seeded_rng(test: &str) -> StdRng {
+    let seed = std::env::var("CUZK_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::rngs::OsRng.next_u64());
+    println!("{test}: CUZK_TEST_SEED={seed}");
+    StdRng::seed_from_u64(seed)
+}
+
+/// Generates an ark-groth16 proving key for `circuit`.
+pub fn keygen<C: ConstraintSynthesizer<Fr>>(circuit: C, rng: &mut StdRng) -> ProvingKey<Bls12_381> {
+    Groth16::<Bls12_381>::generate_random_parameters_with_reduction(circuit, rng).expect("key generation")
+}
+
+/// A circuit with exactly one constraint: `x · x = y`, `y` public.
+#[derive(Debug, Clone, Copy)]
+pub struct OneConstraint {
+    /// The witness `x`.
+    pub x: Fr,
+}
+
+impl ConstraintSynthesizer<Fr> for OneConstraint {
+    fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
+        let y = cs.new_input_variable(|| Ok(self.x * self.x))?;
+        let x = cs.new_witness_variable(|| Ok(self.x))?;
+        cs.enforce_r1cs_constraint(|| x.into(), || x.into(), || y.into())
+    }
+}
+
+/// [`Synthetic`] with the value of one witness variable corrupted, so constraint `bad` (and possibly
+/// the one after it) is unsatisfied.
+#[derive(Debug, Clone, Copy)]
+pub struct Unsatisfied {
+    /// The honest circuit.
+    pub inner: Synthetic,
+    /// The first constraint to break.
+    pub bad: usize,
+}
+
+impl ConstraintSynthesizer<Fr> for Unsatisfied {
+    fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
+        let (inputs, mut x) = (self.inner.public_input_values(), Fr::from(3u64));
+        let input_vars = inputs.iter().map(|p| cs.new_input_variable(|| Ok(*p))).collect::<Result<Vec<_>, _>>()?;
+        let mut x_var = cs.new_witness_variable(|| Ok(x))?;
+        for j in 0..self.inner.constraints {
+            let (p, p_var) = (inputs[j % inputs.len()], input_vars[j % inputs.len()]);
+            let mut next = x * (x + p);
+            if j == self.bad {
+                next += Fr::from(1u64);
+            }
+            let next_var = cs.new_witness_variable(|| Ok(next))?;
+            cs.enforce_r1cs_constraint(|| x_var.into(), || ark_relations::lc!() + p_var + x_var, || next_var.into())?;
+            (x, x_var) = (next, next_var);
+        }
+        Ok(())
+    }
+}
+
+/// A circuit whose synthesis fails with [`SynthesisError::AssignmentMissing`] after allocating a few
+/// variables.
+#[derive(Debug, Clone, Copy)]
+pub struct FailingCircuit;
+
+impl ConstraintSynthesizer<Fr> for FailingCircuit {
+    fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
+        let _ = cs.new_input_variable(|| Ok(Fr::from(1u64)))?;
+        let _ = cs.new_witness_variable(|| Err(SynthesisError::AssignmentMissing))?;
+        Ok(())
+    }
+}
