@@ -60,7 +60,8 @@ impl Synthetic {
 impl ConstraintSynthesizer<Fr> for Synthetic {
     fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
         let inputs = self.public_input_values();
-        let input_vars = inputs.iter().map(|p| cs.new_input_variable(|| Ok(*p))).collect::<Result<Vec<_>, _>>()?;
+        let input_vars =
+            inputs.iter().map(|p| cs.new_input_variable(|| Ok(*p))).collect::<Result<Vec<_>, _>>()?;
         let mut x = self.start();
         let mut x_var = cs.new_witness_variable(|| Ok(x))?;
         for j in 0..self.constraints {

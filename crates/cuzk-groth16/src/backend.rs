@@ -113,10 +113,20 @@ pub trait Backend: Send + Sync {
     fn ntt(&self, polys: &mut [&mut Self::Poly], kind: NttKind) -> Result<(), BackendError>;
 
     /// The elementwise quotient step of the witness map: `a[i] = (a[i]·b[i] − c[i])·z_inv`.
-    fn quotient(&self, a: &mut Self::Poly, b: &Self::Poly, c: &Self::Poly, z_inv: Fr) -> Result<(), BackendError>;
+    fn quotient(
+        &self,
+        a: &mut Self::Poly,
+        b: &Self::Poly,
+        c: &Self::Poly,
+        z_inv: Fr,
+    ) -> Result<(), BackendError>;
 
     /// `Σ scalars[i]·bases[i]` over G1. The scalar count must equal the number of bases.
-    fn msm_g1(&self, bases: &Self::G1Bases, scalars: MsmScalars<'_, Self::Poly>) -> Result<G1Projective, BackendError>;
+    fn msm_g1(
+        &self,
+        bases: &Self::G1Bases,
+        scalars: MsmScalars<'_, Self::Poly>,
+    ) -> Result<G1Projective, BackendError>;
     /// `Σ scalars[i]·bases[i]` over G2. The scalar count must equal the number of bases.
     fn msm_g2(&self, bases: &Self::G2Bases, scalars: &[Fr]) -> Result<G2Projective, BackendError>;
 }

@@ -47,7 +47,7 @@ impl Backend for CpuBackend {
     }
 
     fn concurrent_ops(&self) -> bool {
-        true
+        std::env::var_os("CUZK_SEQ").is_none()
     }
 
     fn load_g1_bases(&self, bases: Vec<G1Affine>) -> Result<Vec<G1Affine>, BackendError> {
@@ -61,7 +61,11 @@ impl Backend for CpuBackend {
     fn poly_from_host(&self, values: &[Fr], size: usize) -> Result<CpuPoly, BackendError> {
         domain("poly_from_host", size)?;
         if values.len() > size {
-            return Err(BackendError::LengthMismatch { op: "poly_from_host", expected: size, got: values.len() });
+            return Err(BackendError::LengthMismatch {
+                op: "poly_from_host",
+                expected: size,
+                got: values.len(),
+            });
         }
         let mut v = Vec::with_capacity(size);
         v.extend_from_slice(values);
@@ -109,12 +113,20 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn msm_g1(&self, bases: &Vec<G1Affine>, scalars: MsmScalars<'_, CpuPoly>) -> Result<G1Projective, BackendError> {
+    fn msm_g1(
+        &self,
+        bases: &Vec<G1Affine>,
+        scalars: MsmScalars<'_, CpuPoly>,
+    ) -> Result<G1Projective, BackendError> {
         let scalars = match scalars {
             MsmScalars::Host(s) => s,
             MsmScalars::Poly { poly, len } => {
                 if len > poly.0.len() {
-                    return Err(BackendError::LengthMismatch { op: "msm_g1", expected: poly.0.len(), got: len });
+                    return Err(BackendError::LengthMismatch {
+                        op: "msm_g1",
+                        expected: poly.0.len(),
+                        got: len,
+                    });
                 }
                 &poly.0[..len]
             }

@@ -44,7 +44,9 @@ impl<B: Backend> PreparedKey<B> {
         consistent("l_query", pk.l_query.len(), variables - instance)?;
         let h_len = pk.h_query.len();
         if !(h_len + 1).is_power_of_two() {
-            return Err(ProveError::MalformedKey(format!("h_query has {h_len} bases, not a power of two minus one")));
+            return Err(ProveError::MalformedKey(format!(
+                "h_query has {h_len} bases, not a power of two minus one"
+            )));
         }
         let pvk = ark_groth16::prepare_verifying_key(&pk.vk);
         Ok(Self {
@@ -81,7 +83,11 @@ impl<B: Backend> PreparedKey<B> {
             ("instance variables", self.vk.gamma_abc_g1.len(), counts.instance),
             ("witness variables", self.l.len(), counts.witness),
             ("variables", self.a.len(), counts.variables()),
-            ("NTT domain size (constraints + instance variables, rounded up)", self.domain_size(), counts.domain_size()),
+            (
+                "NTT domain size (constraints + instance variables, rounded up)",
+                self.domain_size(),
+                counts.domain_size(),
+            ),
         ];
         for (what, key, circuit) in checks {
             if key != circuit {

@@ -7,7 +7,9 @@ use ark_relations::gr1cs::ConstraintSynthesizer;
 use ark_serialize::CanonicalSerialize;
 use cuzk_groth16::{prove, CpuBackend, PreparedKey, ProveOptions};
 use cuzk_synth::{synthesize, SynthesisOptions};
-use cuzk_testkit::{keygen, poseidon_config, seeded_rng, MerklePath, OneConstraint, PoseidonHash, Sha256Preimage, Synthetic};
+use cuzk_testkit::{
+    keygen, poseidon_config, seeded_rng, MerklePath, OneConstraint, PoseidonHash, Sha256Preimage, Synthetic,
+};
 use rand::{Rng, RngCore};
 
 fn bytes(p: &Proof<Bls12_381>) -> Vec<u8> {
@@ -22,7 +24,7 @@ fn assert_matches_oracle<C: ConstraintSynthesizer<Fr> + Clone>(name: &str, circu
     let pk = keygen(circuit.clone(), &mut rng);
     let key = PreparedKey::new(&CpuBackend, pk.clone()).unwrap();
     let mut randomness = vec![(Fr::rand(&mut rng), Fr::rand(&mut rng))];
-    if rng.next_u32() % 2 == 0 {
+    if rng.next_u32().is_multiple_of(2) {
         randomness.push((Fr::zero(), Fr::zero()));
     } else {
         randomness.push((Fr::zero(), Fr::rand(&mut rng)));

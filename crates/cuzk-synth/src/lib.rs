@@ -22,7 +22,9 @@ pub enum SynthError {
         num_constraints: usize,
     },
     /// The circuit uses a generalised (non-R1CS) predicate, which Groth16 cannot prove.
-    #[error("the circuit enforces {constraints} constraints of predicate `{label}`; Groth16 proves only R1CS")]
+    #[error(
+        "the circuit enforces {constraints} constraints of predicate `{label}`; Groth16 proves only R1CS"
+    )]
     UnsupportedPredicate {
         /// The predicate's label.
         label: String,

@@ -154,7 +154,8 @@ pub fn synthesize<C: ConstraintSynthesizer<Fr>>(
     a[counts.constraints..].copy_from_slice(&assignment[..counts.instance]);
 
     if options.check_satisfied {
-        let first_bad = (0..counts.constraints).into_par_iter().with_min_len(4096).find_first(|&i| a[i] * b[i] != c[i]);
+        let first_bad =
+            (0..counts.constraints).into_par_iter().with_min_len(4096).find_first(|&i| a[i] * b[i] != c[i]);
         if let Some(index) = first_bad {
             return Err(SynthError::Unsatisfied { index, num_constraints: counts.constraints });
         }

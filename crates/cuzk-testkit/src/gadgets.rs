@@ -7,7 +7,10 @@ use ark_crypto_primitives::crh::sha256::constraints::Sha256Gadget;
 use ark_crypto_primitives::crh::{TwoToOneCRHScheme, TwoToOneCRHSchemeGadget};
 use ark_crypto_primitives::sponge::poseidon::{find_poseidon_ark_and_mds, PoseidonConfig};
 use ark_ff::PrimeField;
-use ark_r1cs_std::{alloc::AllocVar, boolean::Boolean, eq::EqGadget, fields::fp::FpVar, select::CondSelectGadget, uint8::UInt8};
+use ark_r1cs_std::{
+    alloc::AllocVar, boolean::Boolean, eq::EqGadget, fields::fp::FpVar, select::CondSelectGadget,
+    uint8::UInt8,
+};
 use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError};
 
 /// Poseidon parameters over Fr: rate 2, capacity 1, 8 full and 57 partial rounds, alpha 5.
@@ -52,8 +55,8 @@ fn sha256(message: &[u8]) -> Vec<u8> {
     <Sha256 as CRHScheme>::evaluate(&(), message.to_vec()).expect("sha256 of bytes")
 }
 
-/// Proves knowledge of a message whose SHA-256 digest is public (as 32 public bytes, i.e. 256 bits,
-/// so this is also the "many public inputs" circuit).
+/// Proves knowledge of a message whose SHA-256 digest is public. The 32 digest bytes are public
+/// inputs packed as `UInt8::new_input_vec` packs them (31 bytes per field element: two inputs).
 #[derive(Debug, Clone)]
 pub struct Sha256Preimage {
     /// The secret message.
@@ -61,9 +64,10 @@ pub struct Sha256Preimage {
 }
 
 impl Sha256Preimage {
-    /// The digest as public inputs (one field element per bit, as `UInt8::new_input_vec` allocates them).
+    /// The digest as the verifier's public inputs (bytes packed little-endian, 31 per element).
     pub fn public_inputs(&self) -> Vec<Fr> {
-        sha256(&self.message).iter().flat_map(|b| (0..8).map(move |i| Fr::from((b >> i) & 1))).collect()
+        use ark_ff::ToConstraintField;
+        sha256(&self.message).to_field_elements().unwrap_or_default()
     }
 }
 

@@ -42,8 +42,9 @@ impl ConstraintSynthesizer<Fr> for OneConstraint {
     }
 }
 
-/// [`Synthetic`] with the value of one witness variable corrupted, so constraint `bad` (and possibly
-/// the one after it) is unsatisfied.
+/// A chain shaped like [`Synthetic`]'s (its constraint and public-input counts and public inputs, but a
+/// chain that starts at 3) in which witness value `bad + 1` is off by one, so exactly constraint `bad`
+/// is unsatisfied.
 #[derive(Debug, Clone, Copy)]
 pub struct Unsatisfied {
     /// The honest circuit.
@@ -55,7 +56,8 @@ pub struct Unsatisfied {
 impl ConstraintSynthesizer<Fr> for Unsatisfied {
     fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
         let (inputs, mut x) = (self.inner.public_input_values(), Fr::from(3u64));
-        let input_vars = inputs.iter().map(|p| cs.new_input_variable(|| Ok(*p))).collect::<Result<Vec<_>, _>>()?;
+        let input_vars =
+            inputs.iter().map(|p| cs.new_input_variable(|| Ok(*p))).collect::<Result<Vec<_>, _>>()?;
         let mut x_var = cs.new_witness_variable(|| Ok(x))?;
         for j in 0..self.inner.constraints {
             let (p, p_var) = (inputs[j % inputs.len()], input_vars[j % inputs.len()]);
@@ -64,7 +66,11 @@ impl ConstraintSynthesizer<Fr> for Unsatisfied {
                 next += Fr::from(1u64);
             }
             let next_var = cs.new_witness_variable(|| Ok(next))?;
-            cs.enforce_r1cs_constraint(|| x_var.into(), || ark_relations::lc!() + p_var + x_var, || next_var.into())?;
+            cs.enforce_r1cs_constraint(
+                || x_var.into(),
+                || ark_relations::lc!() + p_var + x_var,
+                || next_var.into(),
+            )?;
             (x, x_var) = (next, next_var);
         }
         Ok(())

@@ -1,1 +1,26 @@
-//! placeholder
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod config;
+mod engine;
+mod error;
+
+pub use config::{BackendKind, Config};
+pub use engine::{Engine, Key, ProofReport};
+pub use error::Error;
+
+pub use ark_bls12_381::{Bls12_381, Fr};
+pub use ark_groth16::{Proof, ProvingKey, VerifyingKey};
+pub use ark_relations::gr1cs::{ConstraintSynthesizer, SynthesisError};
+pub use cuzk_groth16::StageTimes;
+pub use cuzk_synth::Counts;
+
+/// The layers below the facade, for users who need more than the engine.
+pub mod layers {
+    pub use cuzk_field as field;
+    pub use cuzk_groth16 as groth16;
+    pub use cuzk_synth as synth;
+}
+
+/// The built-in workload circuits.
+pub use cuzk_circuits as circuits;

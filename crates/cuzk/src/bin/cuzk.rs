@@ -1,1 +1,297 @@
-fn main() {}
+//! The `cuzk` command line: prove and benchmark built-in circuits.
+
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use ark_bls12_381::{Bls12_381, Fr};
+use ark_ff::UniformRand;
+use ark_groth16::Groth16;
+use clap::{Args, Parser, Subcommand};
+use cuzk::{circuits::Synthetic, BackendKind, Config, Engine, ProofReport};
+use rand::{rngs::StdRng, SeedableRng};
+use serde::Serialize;
+
+#[derive(Parser)]
+#[command(name = "cuzk", version, about = "A Groth16 proving engine for BLS12-381")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate a key for the built-in synthetic circuit, prove partitions, verify them, report times.
+    Prove(Workload),
+    /// Prove repeatedly and report medians, side by side with ark-groth16 on the same circuits.
+    Bench {
+        #[command(flatten)]
+        workload: Workload,
+        /// Timed repetitions (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
+        /// Skip the ark-groth16 baseline.
+        #[arg(long)]
+        no_baseline: bool,
+    },
+}
+
+#[derive(Args, Clone)]
+struct Workload {
+    /// log2 of the rows per partition (constraints + instance variables).
+    #[arg(long, short = 'k', default_value_t = 16, value_parser = clap::value_parser!(u32).range(2..=28))]
+    log_constraints: u32,
+    /// Partitions per proof (same circuit shape, different witnesses).
+    #[arg(long, short = 'p', default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    partitions: u64,
+    /// Backend: cpu, cuda or auto.
+    #[arg(long, default_value = "auto")]
+    backend: BackendKind,
+    /// Seed of the circuits' witnesses, the key and the blinding scalars.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize, Default, Clone, Copy)]
+struct Stages {
+    synthesis: f64,
+    witness_map: f64,
+    msm_a: f64,
+    msm_b_g1: f64,
+    msm_b_g2: f64,
+    msm_l: f64,
+    msm_h: f64,
+    assemble: f64,
+    verify: f64,
+    total: f64,
+}
+
+impl Stages {
+    fn of(r: &ProofReport) -> Self {
+        let s = &r.stages;
+        Self {
+            synthesis: r.synthesis.as_secs_f64(),
+            witness_map: s.witness_map.as_secs_f64(),
+            msm_a: s.msm_a.as_secs_f64(),
+            msm_b_g1: s.msm_b_g1.as_secs_f64(),
+            msm_b_g2: s.msm_b_g2.as_secs_f64(),
+            msm_l: s.msm_l.as_secs_f64(),
+            msm_h: s.msm_h.as_secs_f64(),
+            assemble: s.assemble.as_secs_f64(),
+            verify: s.verify.as_secs_f64(),
+            total: r.total.as_secs_f64(),
+        }
+    }
+
+    fn rows(&self) -> [(&'static str, f64); 10] {
+        [
+            ("synthesis", self.synthesis),
+            ("witness map (7 NTTs)", self.witness_map),
+            ("MSM A (G1)", self.msm_a),
+            ("MSM B (G1)", self.msm_b_g1),
+            ("MSM B (G2)", self.msm_b_g2),
+            ("MSM L (G1)", self.msm_l),
+            ("MSM H (G1)", self.msm_h),
+            ("assembly", self.assemble),
+            ("self-check", self.verify),
+            ("total", self.total),
+        ]
+    }
+}
+
+#[derive(Serialize)]
+struct Output {
+    command: &'static str,
+    backend: &'static str,
+    backend_note: Option<String>,
+    log_constraints: u32,
+    constraints: usize,
+    partitions: usize,
+    keygen_seconds: f64,
+    /// Wall time of proving all partitions (median over repetitions for `bench`).
+    seconds: f64,
+    seconds_per_partition: f64,
+    proofs_verified: usize,
+    /// Stage times of partition 0 (median run for `bench`).
+    stages: Stages,
+    arkworks_seconds: Option<f64>,
+    speedup_vs_arkworks: Option<f64>,
+    identical_to_arkworks: Option<bool>,
+}
+
+/// A one-line progress bar on stderr, drawn only when stderr is a terminal.
+struct Progress {
+    label: &'static str,
+    total: usize,
+    done: AtomicUsize,
+    enabled: bool,
+}
+
+impl Progress {
+    fn new(label: &'static str, total: usize, quiet: bool) -> Self {
+        let p = Self {
+            label,
+            total,
+            done: AtomicUsize::new(0),
+            enabled: !quiet && std::io::stderr().is_terminal(),
+        };
+        p.draw(0);
+        p
+    }
+    fn tick(&self) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        self.draw(done);
+    }
+    fn draw(&self, done: usize) {
+        if !self.enabled {
+            return;
+        }
+        let width = 30;
+        let filled = width * done / self.total.max(1);
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r{:<10} [{}{}] {done}/{}",
+            self.label,
+            "#".repeat(filled),
+            " ".repeat(width - filled),
+            self.total
+        );
+        if done == self.total {
+            let _ = writeln!(err);
+        }
+    }
+}
+
+fn circuits(w: &Workload) -> Vec<Synthetic> {
+    (0..w.partitions).map(|i| Synthetic::with_log_rows(w.log_constraints, w.seed.wrapping_add(i))).collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Box<dyn std::error::Error>> {
+    let engine = Engine::new(Config::default().with_backend(w.backend))?;
+    if let (Some(note), false) = (engine.backend_note(), w.json) {
+        eprintln!("note: {note}");
+    }
+    let mut rng = StdRng::seed_from_u64(w.seed);
+    let shape = Synthetic::with_log_rows(w.log_constraints, w.seed);
+    let t = Instant::now();
+    let pk = Groth16::<Bls12_381>::generate_random_parameters_with_reduction(shape, &mut rng)?;
+    let keygen_seconds = t.elapsed().as_secs_f64();
+    let key = engine.load_key(pk.clone())?;
+    let randomness: Vec<(Fr, Fr)> =
+        (0..w.partitions).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
+
+    let runs = repeat.unwrap_or(1).max(1);
+    let (mut walls, mut ark_walls, mut all_reports) = (Vec::new(), Vec::new(), Vec::new());
+    let mut identical = None;
+    for _ in 0..runs {
+        if baseline {
+            // ark-groth16 as a user would run it: one partition after another, each internally parallel.
+            let progress = Progress::new("arkworks", circuits(w).len(), w.json);
+            let t = Instant::now();
+            let ark: Vec<_> = circuits(w)
+                .into_iter()
+                .zip(&randomness)
+                .map(|(c, (r, s))| {
+                    let p = Groth16::<Bls12_381>::create_proof_with_reduction(c, &pk, *r, *s);
+                    progress.tick();
+                    p
+                })
+                .collect::<Result<_, _>>()?;
+            ark_walls.push(t.elapsed().as_secs_f64());
+            identical = Some(ark);
+        }
+        let progress = Progress::new(engine.backend_name(), circuits(w).len(), w.json);
+        let t = Instant::now();
+        let reports = engine
+            .prove_partitions_observed(&key, circuits(w), randomness.clone(), &|_, _| progress.tick())?;
+        walls.push(t.elapsed().as_secs_f64());
+        all_reports.push(reports);
+    }
+    let wall = median(walls.clone());
+    let median_run = walls.iter().position(|x| *x == wall).unwrap_or(0);
+    let reports = &all_reports[median_run];
+    let same = identical.map(|ark| ark.iter().zip(reports).all(|(a, r)| *a == r.proof));
+    let arkworks_seconds = baseline.then(|| median(ark_walls));
+    let partitions = reports.len();
+    Ok(Output {
+        command: if repeat.is_some() { "bench" } else { "prove" },
+        backend: engine.backend_name(),
+        backend_note: engine.backend_note().map(str::to_owned),
+        log_constraints: w.log_constraints,
+        constraints: reports[0].counts.constraints,
+        partitions,
+        keygen_seconds,
+        seconds: wall,
+        seconds_per_partition: wall / partitions as f64,
+        proofs_verified: if engine.config().verify_proofs { partitions } else { 0 },
+        stages: Stages::of(&reports[0]),
+        arkworks_seconds,
+        speedup_vs_arkworks: arkworks_seconds.map(|a| a / wall),
+        identical_to_arkworks: same,
+    })
+}
+
+fn print_table(o: &Output) {
+    println!(
+        "cuzk {}: backend {}, 2^{} rows ({} constraints) x {} partitions",
+        o.command, o.backend, o.log_constraints, o.constraints, o.partitions
+    );
+    println!("  key generation            {:>10.3} s", o.keygen_seconds);
+    println!("  stages of partition 0:");
+    for (name, secs) in o.stages.rows() {
+        println!("    {name:<22}  {:>10.3} s", secs);
+    }
+    println!(
+        "  all partitions (wall)     {:>10.3} s  ({:.3} s per partition)",
+        o.seconds, o.seconds_per_partition
+    );
+    println!("  proofs verified           {:>10} / {}", o.proofs_verified, o.partitions);
+    if let (Some(a), Some(x)) = (o.arkworks_seconds, o.speedup_vs_arkworks) {
+        println!("  ark-groth16 (wall)        {a:>10.3} s");
+        println!("  speedup vs ark-groth16    {x:>10.2}x");
+    }
+    if let Some(same) = o.identical_to_arkworks {
+        println!("  proofs identical to ark-groth16: {}", if same { "yes" } else { "NO" });
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let (w, result) = match &cli.command {
+        Command::Prove(w) => (w, run(w, None, false)),
+        Command::Bench { workload, repeat, no_baseline } => {
+            (workload, run(workload, Some(*repeat), !no_baseline))
+        }
+    };
+    match result {
+        Ok(out) => {
+            if w.json {
+                println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+            } else {
+                print_table(&out);
+            }
+            if out.identical_to_arkworks == Some(false) {
+                eprintln!("error: proofs differ from ark-groth16's");
+                std::process::exit(1);
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            let mut source = e.source();
+            while let Some(s) = source {
+                eprintln!("  caused by: {s}");
+                source = s.source();
+            }
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! Engine configuration.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Which backend proves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum BackendKind {
+    /// The best backend available: CUDA when a usable GPU and the kernels are present, else the CPU.
+    #[default]
+    Auto,
+    /// The CPU reference backend.
+    Cpu,
+    /// The CUDA backend; engine creation fails when it is not available.
+    Cuda,
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Auto => "auto",
+            Self::Cpu => "cpu",
+            Self::Cuda => "cuda",
+        })
+    }
+}
+
+impl FromStr for BackendKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "cpu" => Ok(Self::Cpu),
+            "cuda" => Ok(Self::Cuda),
+            other => Err(format!("unknown backend `{other}`: expected cpu, cuda or auto")),
+        }
+    }
+}
+
+/// How an [`crate::Engine`] proves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The backend.
+    pub backend: BackendKind,
+    /// Check that each witness satisfies its constraints before proving, naming the first one that does
+    /// not (on by default). Turning it off saves one pass over the constraints; an unsatisfied witness is
+    /// then still caught by `verify_proofs`.
+    pub check_witness: bool,
+    /// Verify every proof against the key's verifying key before returning it (on by default).
+    pub verify_proofs: bool,
+}
+
+impl Default for Config {
+    /// The best backend available, with every check on.
+    fn default() -> Self {
+        Self { backend: BackendKind::Auto, check_witness: true, verify_proofs: true }
+    }
+}
+
+impl Config {
+    /// The CPU backend, with every check on.
+    pub fn cpu() -> Self {
+        Self { backend: BackendKind::Cpu, ..Self::default() }
+    }
+
+    /// The CUDA backend, with every check on.
+    pub fn cuda() -> Self {
+        Self { backend: BackendKind::Cuda, ..Self::default() }
+    }
+
+    /// This configuration with another backend.
+    pub fn with_backend(mut self, backend: BackendKind) -> Self {
+        self.backend = backend;
+        self
+    }
+}

@@ -1,0 +1,275 @@
+//! The engine: backend selection, resident keys, and proving through the layers.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ark_bls12_381::{Bls12_381, Fr};
+use ark_ff::UniformRand;
+use ark_groth16::{Proof, ProvingKey, VerifyingKey};
+use ark_relations::gr1cs::ConstraintSynthesizer;
+use cuzk_groth16::{Backend, CpuBackend, PreparedKey, ProveOptions, StageTimes};
+use cuzk_synth::{Counts, SynthesisOptions};
+use rand::{CryptoRng, RngCore};
+use rayon::prelude::*;
+
+use crate::{BackendKind, Config, Error};
+
+/// Why the CUDA backend cannot be used by this build.
+const CUDA_MISSING: &str = "CUDA backend not built: this version of cuzk has only the CPU backend";
+
+enum Backends {
+    Cpu(CpuBackend),
+}
+
+enum KeyInner {
+    Cpu(PreparedKey<CpuBackend>),
+}
+
+/// A proving key resident in an engine's backend. Cheap to clone; shared by every proof that uses it.
+#[derive(Clone)]
+pub struct Key {
+    inner: Arc<KeyInner>,
+}
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Key")
+            .field("backend", &self.backend_name())
+            .field("domain_size", &self.domain_size())
+            .finish()
+    }
+}
+
+impl Key {
+    /// The verifying key that matches this proving key.
+    pub fn vk(&self) -> &VerifyingKey<Bls12_381> {
+        match &*self.inner {
+            KeyInner::Cpu(k) => k.vk(),
+        }
+    }
+
+    /// The NTT domain size of the circuit the key was made for.
+    pub fn domain_size(&self) -> usize {
+        match &*self.inner {
+            KeyInner::Cpu(k) => k.domain_size(),
+        }
+    }
+
+    fn backend_name(&self) -> &'static str {
+        match &*self.inner {
+            KeyInner::Cpu(_) => CpuBackend.name(),
+        }
+    }
+}
+
+/// A proof with what it took to make it.
+#[derive(Debug, Clone)]
+pub struct ProofReport {
+    /// The proof.
+    pub proof: Proof<Bls12_381>,
+    /// The circuit's counts.
+    pub counts: Counts,
+    /// Circuit synthesis (witness generation and a, b, c evaluation).
+    pub synthesis: Duration,
+    /// The prover's stages.
+    pub stages: StageTimes,
+    /// Synthesis plus proving.
+    pub total: Duration,
+}
+
+/// The proving engine.
+///
+/// ```
+/// use ark_groth16::Groth16;
+/// use cuzk::{circuits::Synthetic, Bls12_381, Config, Engine, Fr};
+/// use rand::{rngs::StdRng, SeedableRng};
+///
+/// # fn main() -> Result<(), cuzk::Error> {
+/// let mut rng = StdRng::seed_from_u64(1);
+/// let circuit = Synthetic::new(30, 7);
+/// let pk = Groth16::<Bls12_381>::generate_random_parameters_with_reduction(circuit, &mut rng).unwrap();
+///
+/// let engine = Engine::new(Config::cpu())?;
+/// let key = engine.load_key(pk.clone())?;
+/// let (r, s) = (Fr::from(3u64), Fr::from(5u64));
+/// let proof = engine.prove_with_randomness(&key, circuit, r, s)?;
+/// assert_eq!(proof, Groth16::<Bls12_381>::create_proof_with_reduction(circuit, &pk, r, s).unwrap());
+/// assert!(engine.verify(&key, &proof, &circuit.public_input_values())?);
+/// # Ok(()) }
+/// ```
+pub struct Engine {
+    config: Config,
+    backend: Backends,
+    note: Option<String>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("backend", &self.backend_name()).field("config", &self.config).finish()
+    }
+}
+
+impl Engine {
+    /// Creates an engine. `BackendKind::Cuda` fails when the CUDA backend cannot be used;
+    /// `BackendKind::Auto` then falls back to the CPU and says why in [`Engine::backend_note`].
+    pub fn new(config: Config) -> Result<Self, Error> {
+        let (backend, note) = match config.backend {
+            BackendKind::Cpu => (Backends::Cpu(CpuBackend), None),
+            BackendKind::Auto => (Backends::Cpu(CpuBackend), Some(format!("using the CPU: {CUDA_MISSING}"))),
+            BackendKind::Cuda => {
+                return Err(Error::BackendUnavailable {
+                    backend: BackendKind::Cuda,
+                    reason: CUDA_MISSING.into(),
+                })
+            }
+        };
+        Ok(Self { config, backend, note })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The backend in use ("cpu", "cuda").
+    pub fn backend_name(&self) -> &'static str {
+        match &self.backend {
+            Backends::Cpu(b) => b.name(),
+        }
+    }
+
+    /// Why `BackendKind::Auto` chose the backend it did, when it did not choose the best one.
+    pub fn backend_note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
+    fn prove_options(&self) -> ProveOptions {
+        ProveOptions { verify: self.config.verify_proofs }
+    }
+
+    fn synthesis_options(&self) -> SynthesisOptions {
+        SynthesisOptions { check_satisfied: self.config.check_witness }
+    }
+
+    /// Checks a proving key and makes it resident in the backend (its bases move into backend memory).
+    pub fn load_key(&self, pk: ProvingKey<Bls12_381>) -> Result<Key, Error> {
+        let inner = match &self.backend {
+            Backends::Cpu(b) => KeyInner::Cpu(PreparedKey::new(b, pk)?),
+        };
+        Ok(Key { inner: Arc::new(inner) })
+    }
+
+    /// Proves `circuit` with blinding scalars `r` and `s`: exactly the proof of
+    /// `ark_groth16::Groth16::<Bls12_381>::create_proof_with_reduction(circuit, &pk, r, s)`.
+    pub fn prove_with_randomness<C>(
+        &self,
+        key: &Key,
+        circuit: C,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<Bls12_381>, Error>
+    where
+        C: ConstraintSynthesizer<Fr> + Send + 'static,
+    {
+        Ok(self.prove_report(key, circuit, r, s)?.proof)
+    }
+
+    /// As [`Engine::prove_with_randomness`], with the time each stage took.
+    pub fn prove_report<C>(&self, key: &Key, circuit: C, r: Fr, s: Fr) -> Result<ProofReport, Error>
+    where
+        C: ConstraintSynthesizer<Fr> + Send + 'static,
+    {
+        let start = Instant::now();
+        let syn = cuzk_synth::synthesize(circuit, &self.synthesis_options())?;
+        let synthesis = start.elapsed();
+        let (proof, stages) = match (&self.backend, &*key.inner) {
+            (Backends::Cpu(b), KeyInner::Cpu(k)) => {
+                cuzk_groth16::prove(b, k, &syn, r, s, &self.prove_options())?
+            }
+        };
+        Ok(ProofReport { proof, counts: syn.counts(), synthesis, stages, total: start.elapsed() })
+    }
+
+    /// Proves `circuit` with fresh blinding scalars `r` then `s` drawn from `rng`.
+    pub fn prove<C, R>(&self, key: &Key, circuit: C, rng: &mut R) -> Result<Proof<Bls12_381>, Error>
+    where
+        C: ConstraintSynthesizer<Fr> + Send + 'static,
+        R: RngCore + CryptoRng,
+    {
+        let (r, s) = (Fr::rand(rng), Fr::rand(rng));
+        self.prove_with_randomness(key, circuit, r, s)
+    }
+
+    /// Proves several partitions of one proof with the same key, in parallel. Blinding scalars are drawn
+    /// from `rng` in partition order (`r0, s0, r1, s1, ...`). Either every partition proves and the proofs
+    /// come back in order, or the first failed partition's error comes back.
+    pub fn prove_partitions<C, R>(
+        &self,
+        key: &Key,
+        circuits: Vec<C>,
+        rng: &mut R,
+    ) -> Result<Vec<Proof<Bls12_381>>, Error>
+    where
+        C: ConstraintSynthesizer<Fr> + Send + 'static,
+        R: RngCore + CryptoRng,
+    {
+        let randomness = circuits.iter().map(|_| (Fr::rand(rng), Fr::rand(rng))).collect();
+        let reports = self.prove_partitions_report(key, circuits, randomness)?;
+        Ok(reports.into_iter().map(|r| r.proof).collect())
+    }
+
+    /// As [`Engine::prove_partitions`], with explicit `(r, s)` per partition and a report per partition.
+    pub fn prove_partitions_report<C>(
+        &self,
+        key: &Key,
+        circuits: Vec<C>,
+        randomness: Vec<(Fr, Fr)>,
+    ) -> Result<Vec<ProofReport>, Error>
+    where
+        C: ConstraintSynthesizer<Fr> + Send + 'static,
+    {
+        self.prove_partitions_observed(key, circuits, randomness, &|_, _| {})
+    }
+
+    /// As [`Engine::prove_partitions_report`], calling `on_done(index, report)` as each partition
+    /// finishes (from the worker thread that proved it), e.g. to drive a progress bar.
+    pub fn prove_partitions_observed<C>(
+        &self,
+        key: &Key,
+        circuits: Vec<C>,
+        randomness: Vec<(Fr, Fr)>,
+        on_done: &(dyn Fn(usize, &ProofReport) + Sync),
+    ) -> Result<Vec<ProofReport>, Error>
+    where
+        C: ConstraintSynthesizer<Fr> + Send + 'static,
+    {
+        let count = circuits.len();
+        if randomness.len() != count {
+            return Err(Error::RandomnessCount { partitions: count, pairs: randomness.len() });
+        }
+        let results: Vec<Result<ProofReport, Error>> = circuits
+            .into_par_iter()
+            .zip(randomness)
+            .enumerate()
+            .map(|(i, (c, (r, s)))| {
+                let report = self.prove_report(key, c, r, s);
+                if let Ok(report) = &report {
+                    on_done(i, report);
+                }
+                report
+            })
+            .collect();
+        results
+            .into_iter()
+            .enumerate()
+            .map(|(index, r)| r.map_err(|e| Error::Partition { index, count, source: Box::new(e) }))
+            .collect()
+    }
+
+    /// Verifies a proof against the key's verifying key.
+    pub fn verify(&self, key: &Key, proof: &Proof<Bls12_381>, public_inputs: &[Fr]) -> Result<bool, Error> {
+        let pvk = ark_groth16::prepare_verifying_key(key.vk());
+        ark_groth16::Groth16::<Bls12_381>::verify_proof(&pvk, proof, public_inputs)
+            .map_err(|e| Error::Prove(cuzk_groth16::ProveError::Verification(e)))
+    }
+}
