@@ -1,5 +1,7 @@
 //! The `cuzk` command line: prove and benchmark built-in circuits.
 
+#![forbid(unsafe_code)]
+
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;

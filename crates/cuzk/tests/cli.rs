@@ -1,0 +1,57 @@
+//! The `cuzk` binary: prove, bench against ark-groth16, and a clear refusal of the missing backend.
+
+use std::process::Command;
+
+fn cuzk(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_cuzk")).args(args).output().expect("run cuzk")
+}
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    assert!(out.status.success(), "cuzk failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("valid JSON")
+}
+
+#[test]
+fn prove_reports_stages_and_verified_proofs() {
+    let v = json(&cuzk(&["prove", "-k", "7", "-p", "3", "--backend", "cpu", "--json", "--seed", "5"]));
+    assert_eq!(v["command"], "prove");
+    assert_eq!(v["backend"], "cpu");
+    assert_eq!(v["partitions"], 3);
+    assert_eq!(v["proofs_verified"], 3);
+    assert_eq!(v["constraints"], 126);
+    for stage in ["synthesis", "witness_map", "msm_a", "msm_b_g2", "msm_h", "total"] {
+        assert!(v["stages"][stage].as_f64().is_some_and(|s| s > 0.0), "stage {stage}: {}", v["stages"]);
+    }
+}
+
+#[test]
+fn bench_runs_ark_groth16_side_by_side_and_proofs_are_identical() {
+    let v = json(&cuzk(&["bench", "-k", "6", "-p", "2", "--repeat", "1", "--json"]));
+    assert_eq!(v["command"], "bench");
+    assert_eq!(v["identical_to_arkworks"], true);
+    assert!(v["speedup_vs_arkworks"].as_f64().is_some_and(|x| x > 0.0));
+    assert!(v["backend_note"].as_str().is_some_and(|n| n.contains("CUDA")), "auto says why it chose the CPU");
+}
+
+#[test]
+fn human_output_is_a_table() {
+    let out = cuzk(&["prove", "-k", "5", "-p", "1", "--backend", "cpu"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("proofs verified") && text.contains("MSM B (G2)"), "{text}");
+}
+
+#[test]
+fn cuda_backend_fails_with_a_clear_message() {
+    let out = cuzk(&["prove", "--backend", "cuda", "-k", "5"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cuda backend unavailable") && err.contains("CUDA backend not built"), "{err}");
+}
+
+#[test]
+fn bad_arguments_are_refused() {
+    assert!(!cuzk(&["prove", "--backend", "tpu"]).status.success());
+    assert!(!cuzk(&["prove", "-k", "40"]).status.success());
+    assert!(!cuzk(&["prove", "-p", "0"]).status.success());
+}

@@ -1,0 +1,156 @@
+//! The facade contract and every bad input, against the ark-groth16 oracle.
+
+use ark_bls12_381::{Bls12_381, Fr};
+use ark_ff::UniformRand;
+use ark_groth16::Groth16;
+use cuzk::{circuits::Synthetic, BackendKind, Config, Engine, Error};
+use cuzk_groth16::ProveError;
+use cuzk_synth::SynthError;
+use cuzk_testkit::{keygen, seeded_rng, FailingCircuit, OneConstraint, Unsatisfied};
+use rand::{rngs::StdRng, RngCore, SeedableRng};
+
+fn engine() -> Engine {
+    Engine::new(Config::cpu()).unwrap()
+}
+
+#[test]
+fn prove_with_randomness_equals_ark_groth16() {
+    let mut rng = seeded_rng("prove_with_randomness");
+    let circuit = Synthetic { constraints: 200, public_inputs: 3, seed: rng.next_u64(), zero_witness: false };
+    let pk = keygen(circuit, &mut rng);
+    let e = engine();
+    let key = e.load_key(pk.clone()).unwrap();
+    let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+    let proof = e.prove_with_randomness(&key, circuit, r, s).unwrap();
+    assert_eq!(proof, Groth16::<Bls12_381>::create_proof_with_reduction(circuit, &pk, r, s).unwrap());
+    assert!(e.verify(&key, &proof, &circuit.public_input_values()).unwrap());
+    assert!(!e.verify(&key, &proof, &[Fr::from(1u64), Fr::from(2u64), Fr::from(3u64)]).unwrap());
+}
+
+#[test]
+fn prove_draws_r_then_s_like_ark_groth16() {
+    let mut rng = seeded_rng("prove_rng");
+    let circuit = Synthetic::new(100, rng.next_u64());
+    let pk = keygen(circuit, &mut rng);
+    let e = engine();
+    let key = e.load_key(pk.clone()).unwrap();
+    let seed = rng.next_u64();
+    let ours = e.prove(&key, circuit, &mut StdRng::seed_from_u64(seed)).unwrap();
+    let ark = Groth16::<Bls12_381>::create_random_proof_with_reduction(circuit, &pk, &mut StdRng::seed_from_u64(seed))
+        .unwrap();
+    assert_eq!(ours, ark);
+}
+
+#[test]
+fn prove_partitions_keeps_order_and_matches_each_partition() {
+    let mut rng = seeded_rng("prove_partitions");
+    let circuits: Vec<Synthetic> =
+        (0..5).map(|i| Synthetic { constraints: 60, public_inputs: 2, seed: i, zero_witness: i == 3 }).collect();
+    let pk = keygen(circuits[0], &mut rng);
+    let e = engine();
+    let key = e.load_key(pk.clone()).unwrap();
+    let seed = rng.next_u64();
+    let proofs = e.prove_partitions(&key, circuits.clone(), &mut StdRng::seed_from_u64(seed)).unwrap();
+    let mut replay = StdRng::seed_from_u64(seed);
+    for (c, proof) in circuits.iter().zip(&proofs) {
+        let (r, s) = (Fr::rand(&mut replay), Fr::rand(&mut replay));
+        assert_eq!(*proof, Groth16::<Bls12_381>::create_proof_with_reduction(*c, &pk, r, s).unwrap());
+    }
+    assert_eq!(proofs.len(), 5);
+}
+
+#[test]
+fn cuda_is_refused_clearly_and_auto_falls_back_with_a_reason() {
+    let err = Engine::new(Config::cuda()).unwrap_err();
+    assert!(matches!(err, Error::BackendUnavailable { backend: BackendKind::Cuda, .. }), "{err}");
+    assert!(err.to_string().contains("CUDA backend not built"), "{err}");
+    let auto = Engine::new(Config::default()).unwrap();
+    assert_eq!(auto.backend_name(), "cpu");
+    assert!(auto.backend_note().is_some_and(|n| n.contains("CUDA")));
+    assert!(engine().backend_note().is_none());
+}
+
+#[test]
+fn unsatisfied_witness_names_the_constraint() {
+    let mut rng = seeded_rng("unsatisfied");
+    let inner = Synthetic { constraints: 80, public_inputs: 1, seed: 1, zero_witness: false };
+    let key = engine().load_key(keygen(inner, &mut rng)).unwrap();
+    let err = engine().prove(&key, Unsatisfied { inner, bad: 41 }, &mut rng).unwrap_err();
+    assert!(matches!(err, Error::Synthesis(SynthError::Unsatisfied { index: 41, num_constraints: 80 })), "{err}");
+    assert!(err.to_string().contains("constraint 41"), "{err}");
+}
+
+#[test]
+fn unchecked_unsatisfied_witness_is_caught_by_the_self_check() {
+    let mut rng = seeded_rng("self_check");
+    let inner = Synthetic { constraints: 80, public_inputs: 1, seed: 1, zero_witness: false };
+    let e = Engine::new(Config { check_witness: false, ..Config::cpu() }).unwrap();
+    let key = e.load_key(keygen(inner, &mut rng)).unwrap();
+    let err = e.prove(&key, Unsatisfied { inner, bad: 7 }, &mut rng).unwrap_err();
+    assert!(matches!(err, Error::Prove(ProveError::SelfCheckFailed)), "{err}");
+}
+
+#[test]
+fn self_check_rejects_a_key_with_a_foreign_verifying_key() {
+    let mut rng = seeded_rng("foreign_vk");
+    let circuit = Synthetic::new(50, 2);
+    let mut pk = keygen(circuit, &mut rng);
+    pk.vk = keygen(circuit, &mut rng).vk;
+    let e = engine();
+    let key = e.load_key(pk).unwrap();
+    let err = e.prove(&key, circuit, &mut rng).unwrap_err();
+    assert!(matches!(err, Error::Prove(ProveError::SelfCheckFailed)), "{err}");
+}
+
+#[test]
+fn key_for_another_circuit_says_which_counts_differ() {
+    let mut rng = seeded_rng("key_mismatch");
+    let e = engine();
+    let key = e.load_key(keygen(Synthetic::new(50, 1), &mut rng)).unwrap();
+    let cases = [
+        (Synthetic { constraints: 50, public_inputs: 2, seed: 1, zero_witness: false }, "instance variables"),
+        (Synthetic::new(51, 1), "witness variables"),
+    ];
+    for (circuit, what) in cases {
+        match e.prove(&key, circuit, &mut rng).unwrap_err() {
+            Error::Prove(ProveError::KeyMismatch { what: w, .. }) => assert_eq!(w, what),
+            other => panic!("expected a key mismatch on {what}, got {other}"),
+        }
+    }
+    let err = e.prove(&key, OneConstraint { x: Fr::from(2u64) }, &mut rng).unwrap_err();
+    assert!(err.to_string().contains("the key has"), "{err}");
+}
+
+#[test]
+fn malformed_keys_are_refused_at_load() {
+    let mut rng = seeded_rng("malformed_key");
+    let pk = keygen(Synthetic::new(30, 1), &mut rng);
+    let mut short_l = pk.clone();
+    short_l.l_query.pop();
+    let mut short_b = pk.clone();
+    short_b.b_g2_query.pop();
+    let mut bad_h = pk;
+    bad_h.h_query.push(bad_h.h_query[0]);
+    for bad in [short_l, short_b, bad_h] {
+        let err = engine().load_key(bad).unwrap_err();
+        assert!(matches!(err, Error::Prove(ProveError::MalformedKey(_))), "{err}");
+    }
+}
+
+#[test]
+fn synthesis_errors_are_wrapped_and_partitions_named() {
+    let mut rng = seeded_rng("synthesis_error");
+    let e = engine();
+    let key = e.load_key(keygen(OneConstraint { x: Fr::from(3u64) }, &mut rng)).unwrap();
+    let err = e.prove(&key, FailingCircuit, &mut rng).unwrap_err();
+    assert!(matches!(err, Error::Synthesis(SynthError::Circuit(_))), "{err}");
+
+    let inner = Synthetic::new(40, 1);
+    let key = e.load_key(keygen(inner, &mut rng)).unwrap();
+    let circuits = vec![Unsatisfied { inner, bad: 40 }, Unsatisfied { inner, bad: 3 }];
+    // Partition 0 is honest (bad = 40 is past the last constraint); partition 1 is not.
+    let err = e.prove_partitions(&key, circuits, &mut rng).unwrap_err();
+    assert!(matches!(&err, Error::Partition { index: 1, count: 2, .. }), "{err}");
+    let err = e.prove_partitions_report(&key, vec![inner], vec![]).unwrap_err();
+    assert!(matches!(err, Error::RandomnessCount { partitions: 1, pairs: 0 }), "{err}");
+}
