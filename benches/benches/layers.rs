@@ -13,7 +13,9 @@ use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use cuzk_circuits::Synthetic;
 use cuzk_field::{from_device_vec, to_device_vec, DeviceFr, DeviceG1Affine};
-use cuzk_groth16::{prove, Backend, CpuBackend, CpuPoly, MsmScalars, NttKind, PreparedKey, ProveOptions};
+use cuzk_groth16::{
+    prove, Backend, CpuBackend, CpuPoly, MsmScalars, NttKind, PolyBackend, PreparedKey, ProveOptions,
+};
 use cuzk_synth::{synthesize, SynthesisOptions};
 use rand::{rngs::StdRng, SeedableRng};
 

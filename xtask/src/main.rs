@@ -4,13 +4,18 @@
 //! - `lint`: rustfmt, clippy with `-D warnings`, and the architecture checks (crate layering,
 //!   `unsafe` confined to the CUDA crate, cudarc confined to it).
 //! - `bench [ARGS]`: the criterion benches of every layer; ARGS go to criterion (e.g. a filter).
+//! - `ptx [--check]`: generate the kernel constants header and compile `kernels/` to PTX.
+//! - `gpu-test`: the GPU suite on this machine (fails without a GPU); `bundle`: GPU binaries and a run
+//!   script in `.gpu-bundle/` for a GPU host without a Rust toolchain.
 
 #![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+mod gpu;
 mod layers;
+mod ptx;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -18,11 +23,17 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("lint") => lint(),
         Some("bench") => bench(&args[1..]),
+        Some("gpu-test") => gpu::gpu_test(&root(), &args[1..]),
+        Some("bundle") => gpu::bundle(&root()),
+        Some("ptx") => ptx::ptx(&root(), args.iter().any(|a| a == "--check")),
         _ => {
             eprintln!("usage: cargo xtask <test|lint|bench> [args]");
             eprintln!("  test [ARGS]   run the CPU test suite (ARGS go to `cargo test`)");
             eprintln!("  lint          rustfmt, clippy -D warnings, layering and unsafe checks");
             eprintln!("  bench [ARGS]  criterion benches of every layer (ARGS go to criterion)");
+            eprintln!("  gpu-test      run the GPU suite here (fails without a GPU)");
+            eprintln!("  bundle        build GPU test and bench binaries into .gpu-bundle/ with run.sh");
+            eprintln!("  ptx [--check] generate the constants header and compile kernels/ to PTX (check: fail if stale)");
             return ExitCode::from(2);
         }
     };
@@ -41,11 +52,16 @@ fn root() -> PathBuf {
 }
 
 fn cargo(args: &[&str]) -> Result<(), String> {
+    cargo_in(&root(), args)
+}
+
+/// Runs cargo with `args` in `dir`, failing when it fails.
+pub(crate) fn cargo_in(dir: &Path, args: &[&str]) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     eprintln!("xtask: cargo {}", args.join(" "));
     let status = Command::new(cargo)
         .args(args)
-        .current_dir(root())
+        .current_dir(dir)
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if status.success() {

@@ -38,6 +38,11 @@ impl<const N: usize> Montgomery<N> {
 
 /// Splits 64-bit limbs into twice as many little-endian 32-bit limbs.
 pub fn limbs_u32<const N: usize>(limbs: &[u64; N]) -> Vec<u32> {
+    limbs_u32_slice(limbs)
+}
+
+/// [`limbs_u32`] for a slice of any length.
+pub fn limbs_u32_slice(limbs: &[u64]) -> Vec<u32> {
     limbs.iter().flat_map(|l| [*l as u32, (*l >> 32) as u32]).collect()
 }
 

@@ -76,17 +76,11 @@ pub enum BackendError {
     },
 }
 
-/// The heavy operations of a Groth16 prover.
-///
-/// Polynomials and bases are backend-owned: a GPU backend keeps them in device memory, and only the
-/// MSM results (single points) come back to the host.
-pub trait Backend: Send + Sync {
+/// The polynomial half of a prover backend: the witness map's NTT family and quotient step on
+/// polynomials the backend owns.
+pub trait PolyBackend: Send + Sync {
     /// A vector of Fr owned by the backend.
     type Poly: Send + Sync;
-    /// G1 bases owned by the backend.
-    type G1Bases: Bases;
-    /// G2 bases owned by the backend.
-    type G2Bases: Bases;
 
     /// A short name for logs and reports ("cpu", "cuda").
     fn name(&self) -> &'static str;
@@ -96,11 +90,6 @@ pub trait Backend: Send + Sync {
     fn concurrent_ops(&self) -> bool {
         false
     }
-
-    /// Takes ownership of G1 bases (uploading them, for a device backend).
-    fn load_g1_bases(&self, bases: Vec<G1Affine>) -> Result<Self::G1Bases, BackendError>;
-    /// Takes ownership of G2 bases.
-    fn load_g2_bases(&self, bases: Vec<G2Affine>) -> Result<Self::G2Bases, BackendError>;
 
     /// A polynomial of `size` elements (a power of two): `values` followed by zeros.
     fn poly_from_host(&self, values: &[Fr], size: usize) -> Result<Self::Poly, BackendError>;
@@ -120,6 +109,22 @@ pub trait Backend: Send + Sync {
         c: &Self::Poly,
         z_inv: Fr,
     ) -> Result<(), BackendError>;
+}
+
+/// A complete prover backend: [`PolyBackend`] plus MSMs over key bases the backend owns.
+///
+/// Polynomials and bases are backend-owned: a GPU backend keeps them in device memory, and only the
+/// MSM results (single points) come back to the host.
+pub trait Backend: PolyBackend {
+    /// G1 bases owned by the backend.
+    type G1Bases: Bases;
+    /// G2 bases owned by the backend.
+    type G2Bases: Bases;
+
+    /// Takes ownership of G1 bases (uploading them, for a device backend).
+    fn load_g1_bases(&self, bases: Vec<G1Affine>) -> Result<Self::G1Bases, BackendError>;
+    /// Takes ownership of G2 bases.
+    fn load_g2_bases(&self, bases: Vec<G2Affine>) -> Result<Self::G2Bases, BackendError>;
 
     /// `Σ scalars[i]·bases[i]` over G1. The scalar count must equal the number of bases.
     fn msm_g1(

@@ -6,7 +6,7 @@ use ark_ff::{FftField, PrimeField, Zero};
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use rayon::prelude::*;
 
-use crate::{Backend, BackendError, Bases, MsmScalars, NttKind};
+use crate::{Backend, BackendError, Bases, MsmScalars, NttKind, PolyBackend};
 
 /// The CPU backend: polynomials and bases in host memory, arithmetic by arkworks, parallel with rayon.
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,10 +37,8 @@ fn to_bigints(scalars: &[Fr]) -> Vec<<Fr as PrimeField>::BigInt> {
     scalars.par_iter().with_min_len(1 << 12).map(|s| s.into_bigint()).collect()
 }
 
-impl Backend for CpuBackend {
+impl PolyBackend for CpuBackend {
     type Poly = CpuPoly;
-    type G1Bases = Vec<G1Affine>;
-    type G2Bases = Vec<G2Affine>;
 
     fn name(&self) -> &'static str {
         "cpu"
@@ -48,14 +46,6 @@ impl Backend for CpuBackend {
 
     fn concurrent_ops(&self) -> bool {
         std::env::var_os("CUZK_SEQ").is_none()
-    }
-
-    fn load_g1_bases(&self, bases: Vec<G1Affine>) -> Result<Vec<G1Affine>, BackendError> {
-        Ok(bases)
-    }
-
-    fn load_g2_bases(&self, bases: Vec<G2Affine>) -> Result<Vec<G2Affine>, BackendError> {
-        Ok(bases)
     }
 
     fn poly_from_host(&self, values: &[Fr], size: usize) -> Result<CpuPoly, BackendError> {
@@ -111,6 +101,19 @@ impl Backend for CpuBackend {
             *a *= z_inv;
         });
         Ok(())
+    }
+}
+
+impl Backend for CpuBackend {
+    type G1Bases = Vec<G1Affine>;
+    type G2Bases = Vec<G2Affine>;
+
+    fn load_g1_bases(&self, bases: Vec<G1Affine>) -> Result<Vec<G1Affine>, BackendError> {
+        Ok(bases)
+    }
+
+    fn load_g2_bases(&self, bases: Vec<G2Affine>) -> Result<Vec<G2Affine>, BackendError> {
+        Ok(bases)
     }
 
     fn msm_g1(

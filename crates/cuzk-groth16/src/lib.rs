@@ -6,10 +6,10 @@ mod cpu;
 mod key;
 mod prover;
 
-pub use backend::{Backend, BackendError, Bases, MsmScalars, NttKind};
+pub use backend::{Backend, BackendError, Bases, MsmScalars, NttKind, PolyBackend};
 pub use cpu::{CpuBackend, CpuPoly};
 pub use key::PreparedKey;
-pub use prover::{prove, verify, witness_map, ProveOptions, StageTimes};
+pub use prover::{prove, verify, witness_map, witness_map_from_evaluations, ProveOptions, StageTimes};
 
 /// Why a proof could not be produced.
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@ use ark_ff::{FftField, Field, Zero};
 use ark_groth16::{Groth16, Proof};
 use cuzk_synth::Synthesized;
 
-use crate::{Backend, BackendError, MsmScalars, NttKind, PreparedKey, ProveError};
+use crate::{Backend, BackendError, MsmScalars, NttKind, PolyBackend, PreparedKey, ProveError};
 
 /// How to prove.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,11 +69,21 @@ fn join<A: Send, B: Send>(
 /// Computes the coefficients of `h = (a·b − c) / Z` on the backend, exactly as ark-groth16's
 /// `LibsnarkReduction::witness_map_from_matrices` does in the field. The result has `domain_size`
 /// coefficients, the last of which is zero.
-pub fn witness_map<B: Backend>(backend: &B, syn: &Synthesized) -> Result<B::Poly, BackendError> {
-    let n = syn.counts().domain_size();
-    let mut a = backend.poly_from_host(&syn.a, n)?;
-    let mut b = backend.poly_from_host(&syn.b, n)?;
-    let mut c = backend.poly_from_host(&syn.c, n)?;
+pub fn witness_map<B: PolyBackend>(backend: &B, syn: &Synthesized) -> Result<B::Poly, BackendError> {
+    witness_map_from_evaluations(backend, &syn.a, &syn.b, &syn.c, syn.counts().domain_size())
+}
+
+/// [`witness_map`] from the evaluation vectors themselves (each at most `n` long, zero-padded to `n`).
+pub fn witness_map_from_evaluations<B: PolyBackend>(
+    backend: &B,
+    a: &[Fr],
+    b: &[Fr],
+    c: &[Fr],
+    n: usize,
+) -> Result<B::Poly, BackendError> {
+    let mut a = backend.poly_from_host(a, n)?;
+    let mut b = backend.poly_from_host(b, n)?;
+    let mut c = backend.poly_from_host(c, n)?;
     backend.ntt(&mut [&mut a, &mut b, &mut c], NttKind::Inverse)?;
     backend.ntt(&mut [&mut a, &mut b, &mut c], NttKind::CosetForward)?;
     // Z(x) = x^n − 1 is constant on the coset g·H: Z(g·ω^i) = g^n − 1.

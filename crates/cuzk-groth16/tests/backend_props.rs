@@ -12,7 +12,7 @@ use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{FftField, Field, One, PrimeField, UniformRand, Zero};
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use cuzk_field::constants::root_of_unity;
-use cuzk_groth16::{Backend, BackendError, Bases, CpuBackend, CpuPoly, MsmScalars, NttKind};
+use cuzk_groth16::{Backend, BackendError, Bases, CpuBackend, CpuPoly, MsmScalars, NttKind, PolyBackend};
 use cuzk_testkit::seeded_rng;
 use proptest::collection::vec;
 use proptest::prelude::*;

@@ -7,7 +7,7 @@ use ark_bls12_381::{Bls12_381, Fr};
 use ark_ff::UniformRand;
 use ark_groth16::{Proof, ProvingKey, VerifyingKey};
 use ark_relations::gr1cs::ConstraintSynthesizer;
-use cuzk_groth16::{Backend, CpuBackend, PreparedKey, ProveOptions, StageTimes};
+use cuzk_groth16::{CpuBackend, PolyBackend, PreparedKey, ProveOptions, StageTimes};
 use cuzk_synth::{Counts, SynthesisOptions};
 use rand::{CryptoRng, RngCore};
 use rayon::prelude::*;

@@ -36,16 +36,21 @@ fn prove_draws_r_then_s_like_ark_groth16() {
     let key = e.load_key(pk.clone()).unwrap();
     let seed = rng.next_u64();
     let ours = e.prove(&key, circuit, &mut StdRng::seed_from_u64(seed)).unwrap();
-    let ark = Groth16::<Bls12_381>::create_random_proof_with_reduction(circuit, &pk, &mut StdRng::seed_from_u64(seed))
-        .unwrap();
+    let ark = Groth16::<Bls12_381>::create_random_proof_with_reduction(
+        circuit,
+        &pk,
+        &mut StdRng::seed_from_u64(seed),
+    )
+    .unwrap();
     assert_eq!(ours, ark);
 }
 
 #[test]
 fn prove_partitions_keeps_order_and_matches_each_partition() {
     let mut rng = seeded_rng("prove_partitions");
-    let circuits: Vec<Synthetic> =
-        (0..5).map(|i| Synthetic { constraints: 60, public_inputs: 2, seed: i, zero_witness: i == 3 }).collect();
+    let circuits: Vec<Synthetic> = (0..5)
+        .map(|i| Synthetic { constraints: 60, public_inputs: 2, seed: i, zero_witness: i == 3 })
+        .collect();
     let pk = keygen(circuits[0], &mut rng);
     let e = engine();
     let key = e.load_key(pk.clone()).unwrap();
@@ -76,7 +81,10 @@ fn unsatisfied_witness_names_the_constraint() {
     let inner = Synthetic { constraints: 80, public_inputs: 1, seed: 1, zero_witness: false };
     let key = engine().load_key(keygen(inner, &mut rng)).unwrap();
     let err = engine().prove(&key, Unsatisfied { inner, bad: 41 }, &mut rng).unwrap_err();
-    assert!(matches!(err, Error::Synthesis(SynthError::Unsatisfied { index: 41, num_constraints: 80 })), "{err}");
+    assert!(
+        matches!(err, Error::Synthesis(SynthError::Unsatisfied { index: 41, num_constraints: 80 })),
+        "{err}"
+    );
     assert!(err.to_string().contains("constraint 41"), "{err}");
 }
 

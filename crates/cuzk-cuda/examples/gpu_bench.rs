@@ -1,0 +1,274 @@
+//! GPU benchmarks of the CUDA backend's field arithmetic, NTTs and witness map, side by side with
+//! ark-poly on this machine's CPU cores. Times on the GPU come from CUDA events: the median of several
+//! runs after a warm-up. Prints a markdown table and, with `--json FILE`, writes the rows as JSON.
+
+use std::time::Instant;
+
+use ark_bls12_381::Fr;
+use ark_ff::{FftField, UniformRand};
+use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
+use cudarc::driver::CudaSlice;
+use cuzk_cuda::{kernels, CudaBackend, CudaError, GpuFq, GpuFr};
+use cuzk_field::{DeviceFq, DeviceFr, DeviceRepr};
+use cuzk_groth16::{witness_map_from_evaluations, CpuBackend, NttKind, PolyBackend};
+use rand::{rngs::StdRng, SeedableRng};
+use rayon::prelude::*;
+
+/// The H200's measured 32-bit integer multiply-add ceiling (shared/guide/gpu-host.md).
+const IMAD_CEILING: f64 = 1.67e13;
+
+struct Row {
+    what: String,
+    size: String,
+    gpu_ms: f64,
+    cpu_ms: Option<f64>,
+    note: String,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Median device time of `f` over `runs` runs after one warm-up, measured with events on the compute
+/// stream.
+fn time_gpu(
+    b: &CudaBackend,
+    runs: usize,
+    mut f: impl FnMut() -> Result<(), CudaError>,
+) -> Result<f64, CudaError> {
+    let stream = b.gpu().compute_stream();
+    f()?;
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let t = b.gpu().timer()?;
+        t.start(stream)?;
+        f()?;
+        t.stop(stream)?;
+        times.push(t.elapsed_ms()? as f64);
+    }
+    Ok(median(times))
+}
+
+fn time_cpu(runs: usize, mut f: impl FnMut()) -> f64 {
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        f();
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    median(times)
+}
+
+fn random_frs(n: usize, seed: u64) -> Vec<Fr> {
+    (0..n.div_ceil(1 << 16))
+        .into_par_iter()
+        .flat_map_iter(|c| {
+            let mut r = StdRng::seed_from_u64(seed ^ (c as u64) << 20);
+            (0..(1usize << 16).min(n - c * (1 << 16))).map(move |_| Fr::rand(&mut r))
+        })
+        .collect()
+}
+
+fn field_throughput(b: &CudaBackend, rows: &mut Vec<Row>) -> Result<(), CudaError> {
+    let gpu = b.gpu();
+    let s = gpu.compute_stream();
+    let threads = 1usize << 20;
+    let iters = 128u32;
+    let muls = (threads as f64) * 2.0 * iters as f64;
+    let mut rng = StdRng::seed_from_u64(1);
+    let fr: Vec<GpuFr> = (0..threads).map(|_| GpuFr(DeviceFr::from_ark(&Fr::rand(&mut rng)))).collect();
+    let fq: Vec<GpuFq> =
+        (0..threads).map(|_| GpuFq(DeviceFq::from_ark(&ark_bls12_381::Fq::rand(&mut rng)))).collect();
+    let (dfr, dfq) = (gpu.upload(s, &fr)?, gpu.upload(s, &fq)?);
+    let mut ofr: CudaSlice<GpuFr> = gpu.zeros(s, threads)?;
+    let mut ofq: CudaSlice<GpuFq> = gpu.zeros(s, threads)?;
+    let ms = time_gpu(b, 5, || kernels::fr_mul_bench(gpu, s, &dfr, &mut ofr, iters))?;
+    let rate = muls / (ms / 1e3);
+    rows.push(Row {
+        what: "Fr mul throughput".into(),
+        size: format!("{muls:.2e} muls"),
+        gpu_ms: ms,
+        cpu_ms: None,
+        note: format!(
+            "{rate:.3e} mul/s; at 256 IMAD/mul = {:.0}% of 1.67e13 IMAD/s",
+            rate * 256.0 / IMAD_CEILING * 100.0
+        ),
+    });
+    let ms = time_gpu(b, 5, || kernels::fq_mul_bench(gpu, s, &dfq, &mut ofq, iters))?;
+    let rate = muls / (ms / 1e3);
+    rows.push(Row {
+        what: "Fq mul throughput".into(),
+        size: format!("{muls:.2e} muls"),
+        gpu_ms: ms,
+        cpu_ms: None,
+        note: format!(
+            "{rate:.3e} mul/s; at 576 IMAD/mul = {:.0}% of 1.67e13 IMAD/s",
+            rate * 576.0 / IMAD_CEILING * 100.0
+        ),
+    });
+    Ok(())
+}
+
+fn ntt_rows(b: &CudaBackend, rows: &mut Vec<Row>, log_n: u32, cpu_runs: usize) -> Result<(), CudaError> {
+    let n = 1usize << log_n;
+    let input = random_frs(n, log_n as u64);
+    let gpu = b.gpu();
+    let s = gpu.compute_stream();
+    let mut poly = b.upload_poly(&input, n)?;
+    b.tables(log_n)?;
+    let resident = time_gpu(b, 7, || b.ntt_in_place(&mut poly, NttKind::CosetForward))?;
+    // With transfers: upload from pinned memory, transform, download into pinned (read-back) memory.
+    let host: Vec<GpuFr> = input.iter().map(|x| GpuFr(DeviceFr::from_ark(x))).collect();
+    let mut pinned_in = gpu.pinned::<GpuFr>(n, false)?;
+    pinned_in
+        .as_mut_slice()
+        .map_err(|e| CudaError::Driver { op: "pinned", source: e })?
+        .copy_from_slice(&host);
+    let mut pinned_out = gpu.pinned::<GpuFr>(n, true)?;
+    let mut dev: CudaSlice<GpuFr> = gpu.zeros(s, n)?;
+    let tables = b.tables(log_n)?;
+    let transfers = time_gpu(b, 5, || {
+        s.memcpy_htod(&pinned_in, &mut dev).map_err(|e| CudaError::Driver { op: "upload", source: e })?;
+        cuzk_cuda::ntt::ntt(gpu, s, &tables, &mut dev, NttKind::CosetForward)?;
+        s.memcpy_dtoh(&dev, &mut pinned_out).map_err(|e| CudaError::Driver { op: "download", source: e })
+    })?;
+    let d = Radix2EvaluationDomain::<Fr>::new(n).and_then(|d| d.get_coset(Fr::GENERATOR));
+    let cpu = d.map(|d| {
+        time_cpu(cpu_runs, || {
+            let mut v = input.clone();
+            d.fft_in_place(&mut v);
+        })
+    });
+    rows.push(Row {
+        what: "NTT coset forward, device-resident".into(),
+        size: format!("2^{log_n}"),
+        gpu_ms: resident,
+        cpu_ms: cpu,
+        note: String::new(),
+    });
+    rows.push(Row {
+        what: "NTT coset forward, with pinned H2D + D2H".into(),
+        size: format!("2^{log_n}"),
+        gpu_ms: transfers,
+        cpu_ms: cpu,
+        note: format!(
+            "{:.1} GB/s each way if transfers dominate",
+            2.0 * (n * 32) as f64 / ((transfers - resident).max(1e-3) / 1e3) / 1e9 / 2.0
+        ),
+    });
+    Ok(())
+}
+
+fn witness_map_rows(b: &CudaBackend, rows: &mut Vec<Row>, log_n: u32) -> Result<(), CudaError> {
+    let n = 1usize << log_n;
+    let (va, vb, vc) = (random_frs(n, 10), random_frs(n, 11), random_frs(n, 12));
+    let device = |e: cuzk_groth16::BackendError| CudaError::Size {
+        op: "witness map",
+        size: n,
+        reason: leak(e.to_string()),
+    };
+    // Device-resident: the three vectors already on the GPU, then 7 NTTs and the quotient step.
+    let mut polys = [b.upload_poly(&va, n)?, b.upload_poly(&vb, n)?, b.upload_poly(&vc, n)?];
+    let z_inv = Fr::from(5u64);
+    let resident = time_gpu(b, 5, || {
+        let [x, y, z] = &mut polys;
+        b.ntt(&mut [x, y, z], NttKind::Inverse).map_err(device)?;
+        b.ntt(&mut [x, y, z], NttKind::CosetForward).map_err(device)?;
+        b.quotient(x, y, z, z_inv).map_err(device)?;
+        b.ntt(&mut [x], NttKind::CosetInverse).map_err(device)
+    })?;
+    let with_transfers = time_gpu(b, 3, || {
+        let h = witness_map_from_evaluations(b, &va, &vb, &vc, n).map_err(device)?;
+        b.poly_to_host(&h).map_err(device).map(drop)
+    })?;
+    let cpu = time_cpu(if log_n > 22 { 1 } else { 3 }, || {
+        let _ = witness_map_from_evaluations(&CpuBackend, &va, &vb, &vc, n);
+    });
+    rows.push(Row {
+        what: "witness map (7 NTTs + quotient), device-resident".into(),
+        size: format!("2^{log_n}"),
+        gpu_ms: resident,
+        cpu_ms: Some(cpu),
+        note: String::new(),
+    });
+    rows.push(Row {
+        what: "witness map with pageable uploads and h download".into(),
+        size: format!("2^{log_n}"),
+        gpu_ms: with_transfers,
+        cpu_ms: Some(cpu),
+        note: "host conversion and pageable copies included".into(),
+    });
+    Ok(())
+}
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+fn main() {
+    let json = std::env::args().skip_while(|a| a != "--json").nth(1);
+    let b = match CudaBackend::new(0) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    };
+    let info = b.gpu().info().clone();
+    println!(
+        "device: {} (sm_{}{}, {} SMs, {:.0} GiB); CPU threads: {}",
+        info.name,
+        info.compute_capability.0,
+        info.compute_capability.1,
+        info.multiprocessors,
+        info.total_memory as f64 / (1u64 << 30) as f64,
+        rayon::current_num_threads()
+    );
+    let mut rows = Vec::new();
+    let run = || -> Result<Vec<Row>, CudaError> {
+        let mut rows = Vec::new();
+        field_throughput(&b, &mut rows)?;
+        for (log_n, cpu_runs) in [(16, 5), (20, 3), (24, 3), (27, 1)] {
+            ntt_rows(&b, &mut rows, log_n, cpu_runs)?;
+        }
+        for log_n in [20, 24] {
+            witness_map_rows(&b, &mut rows, log_n)?;
+        }
+        Ok(rows)
+    };
+    match run() {
+        Ok(r) => rows.extend(r),
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    }
+    println!("| what | size | GPU ms | CPU (ark) ms | ratio | note |");
+    println!("|---|---|---|---|---|---|");
+    for r in &rows {
+        let (cpu, ratio) = match r.cpu_ms {
+            Some(c) => (format!("{c:.2}"), format!("{:.1}x", c / r.gpu_ms)),
+            None => ("-".into(), "-".into()),
+        };
+        println!("| {} | {} | {:.3} | {} | {} | {} |", r.what, r.size, r.gpu_ms, cpu, ratio, r.note);
+    }
+    if let Some(path) = json {
+        let body: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                format!(
+                    "{{\"what\":{:?},\"size\":{:?},\"gpu_ms\":{},\"cpu_ms\":{},\"note\":{:?}}}",
+                    r.what,
+                    r.size,
+                    r.gpu_ms,
+                    r.cpu_ms.map_or("null".into(), |c| c.to_string()),
+                    r.note
+                )
+            })
+            .collect();
+        if let Err(e) = std::fs::write(&path, format!("[{}]\n", body.join(",\n"))) {
+            eprintln!("error: cannot write {path}: {e}");
+        }
+    }
+}

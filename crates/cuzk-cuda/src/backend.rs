@@ -1,0 +1,164 @@
+//! The CUDA backend: polynomials in device memory, the NTT family and the quotient step on the GPU.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use ark_bls12_381::Fr;
+use cudarc::driver::CudaSlice;
+use cuzk_field::{from_device_vec, to_device_vec, DeviceFr, DeviceRepr};
+use cuzk_groth16::{BackendError, NttKind, PolyBackend};
+
+use crate::ntt::{self, NttTables, MAX_LOG_N};
+use crate::{kernels, CudaError, Gpu, GpuFr};
+
+/// A polynomial resident in device memory.
+#[derive(Debug)]
+pub struct GpuPoly {
+    buf: CudaSlice<GpuFr>,
+}
+
+impl GpuPoly {
+    /// The device buffer.
+    pub fn buffer(&self) -> &CudaSlice<GpuFr> {
+        &self.buf
+    }
+
+    /// Number of coefficients.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Whether the polynomial has no coefficients (never, for polynomials made by the backend).
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+}
+
+/// The CUDA backend on one GPU.
+pub struct CudaBackend {
+    gpu: Gpu,
+    tables: Mutex<HashMap<u32, Arc<NttTables>>>,
+}
+
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaBackend").field("gpu", &self.gpu).finish()
+    }
+}
+
+fn device(op: &'static str) -> impl Fn(CudaError) -> BackendError {
+    move |e| BackendError::Device { op, source: Box::new(e) }
+}
+
+impl CudaBackend {
+    /// A backend on device `ordinal`.
+    pub fn new(ordinal: usize) -> Result<Self, CudaError> {
+        Ok(Self { gpu: Gpu::new(ordinal)?, tables: Mutex::new(HashMap::new()) })
+    }
+
+    /// The GPU.
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// The NTT tables for `2^log_n`, built on first use and kept.
+    pub fn tables(&self, log_n: u32) -> Result<Arc<NttTables>, CudaError> {
+        let mut map = self.tables.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = map.get(&log_n) {
+            return Ok(t.clone());
+        }
+        let t = Arc::new(NttTables::new(&self.gpu, self.gpu.compute_stream(), log_n)?);
+        map.insert(log_n, t.clone());
+        Ok(t)
+    }
+
+    /// Uploads `values` into a new device polynomial of `size` elements (zero-padded).
+    pub fn upload_poly(&self, values: &[Fr], size: usize) -> Result<GpuPoly, CudaError> {
+        if values.len() > size {
+            return Err(CudaError::Length { op: "upload_poly", expected: size, got: values.len() });
+        }
+        let stream = self.gpu.compute_stream();
+        let mut buf = self.gpu.zeros::<GpuFr>(stream, size)?;
+        let host: Vec<GpuFr> = to_device_vec::<DeviceFr>(values).into_iter().map(GpuFr).collect();
+        self.gpu.upload_into(stream, &host, &mut buf)?;
+        Ok(GpuPoly { buf })
+    }
+
+    /// Copies a device polynomial back, checking every element is reduced.
+    pub fn download_poly(&self, poly: &GpuPoly) -> Result<Vec<Fr>, CudaError> {
+        let host = self.gpu.download(self.gpu.compute_stream(), &poly.buf)?;
+        let host: Vec<DeviceFr> = host.into_iter().map(|g| g.0).collect();
+        Ok(from_device_vec(&host)?)
+    }
+
+    /// Transforms a device polynomial in place.
+    pub fn ntt_in_place(&self, poly: &mut GpuPoly, kind: NttKind) -> Result<(), CudaError> {
+        let n = poly.len();
+        if !n.is_power_of_two() || n > 1 << MAX_LOG_N {
+            return Err(CudaError::Size { op: "ntt", size: n, reason: "not a power of two up to 2^28" });
+        }
+        let tables = self.tables(n.trailing_zeros())?;
+        ntt::ntt(&self.gpu, self.gpu.compute_stream(), &tables, &mut poly.buf, kind)
+    }
+}
+
+impl PolyBackend for CudaBackend {
+    type Poly = GpuPoly;
+
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn poly_from_host(&self, values: &[Fr], size: usize) -> Result<GpuPoly, BackendError> {
+        if !size.is_power_of_two() || size > 1 << MAX_LOG_N {
+            return Err(BackendError::UnsupportedSize {
+                op: "poly_from_host",
+                size,
+                reason: "not a power of two up to 2^28",
+            });
+        }
+        if values.len() > size {
+            return Err(BackendError::LengthMismatch {
+                op: "poly_from_host",
+                expected: size,
+                got: values.len(),
+            });
+        }
+        self.upload_poly(values, size).map_err(device("poly_from_host"))
+    }
+
+    fn poly_to_host(&self, poly: &GpuPoly) -> Result<Vec<Fr>, BackendError> {
+        self.download_poly(poly).map_err(device("poly_to_host"))
+    }
+
+    fn poly_len(&self, poly: &GpuPoly) -> usize {
+        poly.len()
+    }
+
+    fn ntt(&self, polys: &mut [&mut GpuPoly], kind: NttKind) -> Result<(), BackendError> {
+        let Some(first) = polys.first() else { return Ok(()) };
+        let n = first.len();
+        for p in polys.iter() {
+            BackendError::expect_len("ntt", n, p.len())?;
+        }
+        if !n.is_power_of_two() || n > 1 << MAX_LOG_N {
+            return Err(BackendError::UnsupportedSize {
+                op: "ntt",
+                size: n,
+                reason: "not a power of two up to 2^28",
+            });
+        }
+        for p in polys.iter_mut() {
+            self.ntt_in_place(p, kind).map_err(device("ntt"))?;
+        }
+        Ok(())
+    }
+
+    fn quotient(&self, a: &mut GpuPoly, b: &GpuPoly, c: &GpuPoly, z_inv: Fr) -> Result<(), BackendError> {
+        BackendError::expect_len("quotient", a.len(), b.len())?;
+        BackendError::expect_len("quotient", a.len(), c.len())?;
+        let stream = self.gpu.compute_stream();
+        kernels::quotient(&self.gpu, stream, &mut a.buf, &b.buf, &c.buf, GpuFr(DeviceFr::from_ark(&z_inv)))
+            .map_err(device("quotient"))
+    }
+}

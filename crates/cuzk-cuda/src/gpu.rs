@@ -1,0 +1,288 @@
+//! Devices, streams, buffers and timing.
+
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::{
+    sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr,
+    PinnedHostSlice, ValidAsZeroBits,
+};
+use cudarc::nvrtc::Ptx;
+use cuzk_field::{DeviceFq, DeviceFq2, DeviceFr};
+
+use crate::{CudaError, DriverContext};
+
+/// An Fr element as the kernels see it (Montgomery limbs; see `cuzk_field::DeviceFr`).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuFr(pub DeviceFr);
+/// An Fq element as the kernels see it.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuFq(pub DeviceFq);
+/// An Fq2 element as the kernels see it.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuFq2(pub DeviceFq2);
+
+// SAFETY: each is a transparent wrapper of a #[repr(C)] struct of u64 limbs (sizes asserted in
+// cuzk-field): no padding, no pointers, every bit pattern is a valid value, and the kernels declare the
+// same layout (N little-endian u32 words per field element).
+unsafe impl DeviceRepr for GpuFr {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for GpuFq {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for GpuFq2 {}
+// SAFETY: all-zero limbs are a valid value (the field element 0).
+unsafe impl ValidAsZeroBits for GpuFr {}
+// SAFETY: as above.
+unsafe impl ValidAsZeroBits for GpuFq {}
+// SAFETY: as above.
+unsafe impl ValidAsZeroBits for GpuFq2 {}
+
+/// The embedded PTX modules, built by `cargo xtask ptx` from `kernels/`.
+pub(crate) mod ptx {
+    pub(crate) const NTT: &str = include_str!("../ptx/ntt.ptx");
+    pub(crate) const FIELD_TEST: &str = include_str!("../ptx/field_test.ptx");
+}
+
+/// What a device is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The device ordinal.
+    pub ordinal: usize,
+    /// The device's name.
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub compute_capability: (i32, i32),
+    /// Total device memory in bytes.
+    pub total_memory: usize,
+    /// Streaming multiprocessors.
+    pub multiprocessors: i32,
+}
+
+/// The NTT module's kernels.
+pub(crate) struct NttKernels {
+    pub(crate) fill_powers: CudaFunction,
+    pub(crate) bit_reverse: CudaFunction,
+    pub(crate) pass: CudaFunction,
+    pub(crate) scale: CudaFunction,
+    pub(crate) quotient: CudaFunction,
+}
+
+/// The field test module's kernels (loaded on first use: only tests and benches need them).
+pub(crate) struct FieldKernels {
+    pub(crate) fr_ops: CudaFunction,
+    pub(crate) fq_ops: CudaFunction,
+    pub(crate) fq2_ops: CudaFunction,
+    pub(crate) fr_mul_bench: CudaFunction,
+    pub(crate) fq_mul_bench: CudaFunction,
+}
+
+/// One GPU: its context, a compute stream and a copy stream, and the loaded kernels.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    compute: Arc<CudaStream>,
+    copy: Arc<CudaStream>,
+    info: DeviceInfo,
+    pub(crate) ntt: NttKernels,
+    field: OnceLock<Result<FieldKernels, CudaError>>,
+    /// A one-element buffer passed where a kernel takes a table it will not read.
+    pub(crate) dummy: CudaSlice<GpuFr>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu").field("info", &self.info).finish()
+    }
+}
+
+fn driver_present() -> bool {
+    // SAFETY: only tries to dlopen the driver library; cudarc panics on the first driver call when it is
+    // missing, which is why this probe comes first.
+    unsafe { sys::is_culib_present() }
+}
+
+fn load(ctx: &Arc<CudaContext>, src: &str, op: &'static str) -> Result<Arc<CudaModule>, CudaError> {
+    ctx.load_module(Ptx::from_src(src)).during(op)
+}
+
+fn function(module: &Arc<CudaModule>, name: &'static str) -> Result<CudaFunction, CudaError> {
+    module.load_function(name).during(name)
+}
+
+impl Gpu {
+    /// The CUDA devices of this machine. An error (never a panic) when there is no driver or no device.
+    pub fn discover() -> Result<Vec<DeviceInfo>, CudaError> {
+        if !driver_present() {
+            return Err(CudaError::NoDriver);
+        }
+        let count = CudaContext::device_count().during("counting devices")?;
+        if count <= 0 {
+            return Err(CudaError::NoDevice(count));
+        }
+        (0..count as usize)
+            .map(|o| CudaContext::new(o).during("creating a context").and_then(|c| info(&c)))
+            .collect()
+    }
+
+    /// Opens device `ordinal`: creates its context and streams and loads the NTT kernels.
+    pub fn new(ordinal: usize) -> Result<Self, CudaError> {
+        let devices = Self::discover()?;
+        if ordinal >= devices.len() {
+            return Err(CudaError::BadOrdinal { ordinal, count: devices.len() });
+        }
+        let ctx = CudaContext::new(ordinal).during("creating a context")?;
+        let compute = ctx.new_stream().during("creating the compute stream")?;
+        let copy = ctx.new_stream().during("creating the copy stream")?;
+        let m = load(&ctx, ptx::NTT, "loading the NTT kernels")?;
+        let ntt = NttKernels {
+            fill_powers: function(&m, "ntt_fill_powers")?,
+            bit_reverse: function(&m, "ntt_bit_reverse")?,
+            pass: function(&m, "ntt_pass")?,
+            scale: function(&m, "ntt_scale")?,
+            quotient: function(&m, "quotient")?,
+        };
+        let dummy = compute.alloc_zeros::<GpuFr>(1).during("allocating")?;
+        Ok(Self { info: info(&ctx)?, ctx, compute, copy, ntt, field: OnceLock::new(), dummy })
+    }
+
+    pub(crate) fn field_kernels(&self) -> Result<&FieldKernels, CudaError> {
+        let loaded = self.field.get_or_init(|| {
+            let m = load(&self.ctx, ptx::FIELD_TEST, "loading the field test kernels")?;
+            Ok(FieldKernels {
+                fr_ops: function(&m, "fr_ops")?,
+                fq_ops: function(&m, "fq_ops")?,
+                fq2_ops: function(&m, "fq2_ops")?,
+                fr_mul_bench: function(&m, "fr_mul_bench")?,
+                fq_mul_bench: function(&m, "fq_mul_bench")?,
+            })
+        });
+        loaded.as_ref().map_err(|e| CudaError::KernelLoad(e.to_string()))
+    }
+
+    /// What this device is.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The stream kernels run on.
+    pub fn compute_stream(&self) -> &Arc<CudaStream> {
+        &self.compute
+    }
+
+    /// The stream uploads and downloads run on.
+    pub fn copy_stream(&self) -> &Arc<CudaStream> {
+        &self.copy
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// Free and total device memory in bytes.
+    pub fn memory(&self) -> Result<(usize, usize), CudaError> {
+        self.ctx.mem_get_info().during("querying memory")
+    }
+
+    /// A zeroed device buffer of `n` elements, allocated in `stream`'s order.
+    pub fn zeros<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        stream: &Arc<CudaStream>,
+        n: usize,
+    ) -> Result<CudaSlice<T>, CudaError> {
+        stream.alloc_zeros::<T>(n.max(1)).during("allocating device memory")
+    }
+
+    /// Copies host data into a new device buffer on `stream`.
+    pub fn upload<T: DeviceRepr>(
+        &self,
+        stream: &Arc<CudaStream>,
+        host: &[T],
+    ) -> Result<CudaSlice<T>, CudaError> {
+        stream.clone_htod(host).during("uploading")
+    }
+
+    /// Copies host data into the front of a device buffer on `stream`.
+    pub fn upload_into<T: DeviceRepr>(
+        &self,
+        stream: &Arc<CudaStream>,
+        host: &[T],
+        dst: &mut CudaSlice<T>,
+    ) -> Result<(), CudaError> {
+        if host.len() > dst.len() {
+            return Err(CudaError::Length { op: "upload_into", expected: dst.len(), got: host.len() });
+        }
+        let mut view = dst.slice_mut(..host.len());
+        stream.memcpy_htod(host, &mut view).during("uploading")
+    }
+
+    /// Copies a device buffer back to the host (waits for `stream`).
+    pub fn download<T: DeviceRepr + Default + Clone>(
+        &self,
+        stream: &Arc<CudaStream>,
+        buf: &CudaSlice<T>,
+    ) -> Result<Vec<T>, CudaError> {
+        stream.clone_dtoh(buf).during("downloading")
+    }
+
+    /// A pinned host buffer of `n` elements. `read_back` buffers are cached (fast for the CPU to read);
+    /// the others are write-combined (fastest to upload from, very slow to read).
+    pub fn pinned<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        n: usize,
+        read_back: bool,
+    ) -> Result<PinnedHostSlice<T>, CudaError> {
+        let flags = if read_back { 0 } else { sys::CU_MEMHOSTALLOC_WRITECOMBINED };
+        let len = n.max(1);
+        // SAFETY: the allocation is uninitialised; it is zeroed below before any reference to it exists.
+        let mut buf = unsafe { self.ctx.alloc_pinned_with_flags::<T>(len, flags) }
+            .during("allocating pinned memory")?;
+        let ptr = buf.as_mut_ptr().during("mapping pinned memory")?;
+        // SAFETY: `ptr` points to `len` elements just allocated for us; all-zero bits are a valid T.
+        unsafe { std::ptr::write_bytes(ptr, 0, len) };
+        Ok(buf)
+    }
+
+    /// A pair of timing events.
+    pub fn timer(&self) -> Result<Timer, CudaError> {
+        let ev =
+            || self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).during("creating an event");
+        Ok(Timer { start: ev()?, stop: ev()? })
+    }
+}
+
+fn info(ctx: &Arc<CudaContext>) -> Result<DeviceInfo, CudaError> {
+    use sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT as SMS;
+    Ok(DeviceInfo {
+        ordinal: ctx.ordinal(),
+        name: ctx.name().during("reading the device name")?,
+        compute_capability: ctx.compute_capability().during("reading the compute capability")?,
+        total_memory: ctx.total_mem().during("reading the memory size")?,
+        multiprocessors: ctx.attribute(SMS).during("reading the multiprocessor count")?,
+    })
+}
+
+/// Device-side timing: events recorded on a stream, read when both have completed.
+pub struct Timer {
+    start: CudaEvent,
+    stop: CudaEvent,
+}
+
+impl Timer {
+    /// Records the start on `stream`.
+    pub fn start(&self, stream: &CudaStream) -> Result<(), CudaError> {
+        self.start.record(stream).during("recording an event")
+    }
+
+    /// Records the stop on `stream`.
+    pub fn stop(&self, stream: &CudaStream) -> Result<(), CudaError> {
+        self.stop.record(stream).during("recording an event")
+    }
+
+    /// Waits for the stop event and returns the milliseconds between the two events.
+    pub fn elapsed_ms(&self) -> Result<f32, CudaError> {
+        self.stop.synchronize().during("waiting for an event")?;
+        self.start.elapsed_ms(&self.stop).during("reading an event time")
+    }
+}

@@ -1,0 +1,283 @@
+//! One safe wrapper per kernel: each checks lengths and sizes, then launches on the given stream.
+//!
+//! Launches are asynchronous; errors in a kernel surface at the next synchronising call.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+
+use crate::{CudaError, DriverContext, Gpu, GpuFq, GpuFq2, GpuFr};
+
+/// Threads per block of the elementwise kernels.
+const BLOCK: u32 = 256;
+/// Outputs per element of `fr_ops` / `fq_ops`: add, sub, mul, sqr, neg, inverse, to_mont, from_mont.
+pub const FIELD_OPS: usize = 8;
+/// Outputs per element of `fq2_ops`: add, sub, mul, sqr, neg, inverse.
+pub const FQ2_OPS: usize = 6;
+/// The most elements one elementwise launch takes (the kernels index with 32-bit integers).
+pub const MAX_ELEMENTS: usize = u32::MAX as usize;
+
+fn elementwise(n: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: ((n as u32).div_ceil(BLOCK).max(1), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+fn count(op: &'static str, n: usize) -> Result<u32, CudaError> {
+    u32::try_from(n).map_err(|_| CudaError::Size { op, size: n, reason: "more than 2^32 - 1 elements" })
+}
+
+fn expect_len(op: &'static str, expected: usize, got: usize) -> Result<(), CudaError> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(CudaError::Length { op, expected, got })
+    }
+}
+
+/// A power table `s^i = hi[i >> lo_bits] * lo[i & (2^lo_bits - 1)]` on the device.
+#[derive(Debug)]
+pub struct PowerTable {
+    /// `s^j` for `j < 2^lo_bits`.
+    pub lo: CudaSlice<GpuFr>,
+    /// `s^(j * 2^lo_bits)`.
+    pub hi: CudaSlice<GpuFr>,
+    /// Bits of the index served by `lo`.
+    pub lo_bits: u32,
+}
+
+impl PowerTable {
+    /// How many powers the table can produce.
+    pub fn capacity(&self) -> usize {
+        self.hi.len() << self.lo_bits
+    }
+}
+
+/// `out[i] = s^i` for `i < out.len()`.
+pub fn fill_powers(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    out: &mut CudaSlice<GpuFr>,
+    table: &PowerTable,
+) -> Result<(), CudaError> {
+    let n = count("fill_powers", out.len())?;
+    if table.capacity() < out.len() {
+        return Err(CudaError::Length { op: "fill_powers", expected: out.len(), got: table.capacity() });
+    }
+    // SAFETY: matches `ntt_fill_powers(Fr* out, const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t n)`;
+    // the kernel reads lo[< 2^lo_bits] and hi[< n >> lo_bits], both in range by the capacity check.
+    unsafe {
+        stream
+            .launch_builder(&gpu.ntt.fill_powers)
+            .arg(out)
+            .arg(&table.lo)
+            .arg(&table.hi)
+            .arg(&table.lo_bits)
+            .arg(&n)
+            .launch(elementwise(n as usize))
+    }
+    .during("ntt_fill_powers")?;
+    Ok(())
+}
+
+/// In-place bit-reversal permutation of `x` (length `2^log_n`), first scaling `x[i]` by `s^i` when a
+/// table is given.
+pub fn bit_reverse(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    x: &mut CudaSlice<GpuFr>,
+    log_n: u32,
+    scale: Option<&PowerTable>,
+) -> Result<(), CudaError> {
+    let n = 1usize << log_n;
+    expect_len("bit_reverse", n, x.len())?;
+    count("bit_reverse", n)?;
+    if let Some(t) = scale {
+        if t.capacity() < n {
+            return Err(CudaError::Length { op: "bit_reverse", expected: n, got: t.capacity() });
+        }
+    }
+    let (lo, hi, lo_bits, flag) = match scale {
+        Some(t) => (&t.lo, &t.hi, t.lo_bits, 1u32),
+        None => (&gpu.dummy, &gpu.dummy, 0, 0),
+    };
+    // SAFETY: matches `ntt_bit_reverse(Fr* x, uint32_t log_n, const Fr* lo, const Fr* hi, uint32_t lo_bits,
+    // uint32_t scale)`; x has 2^log_n elements; the tables are read only when scale = 1 and cover n.
+    unsafe {
+        stream
+            .launch_builder(&gpu.ntt.bit_reverse)
+            .arg(x)
+            .arg(&log_n)
+            .arg(lo)
+            .arg(hi)
+            .arg(&lo_bits)
+            .arg(&flag)
+            .launch(elementwise(n))
+    }
+    .during("ntt_bit_reverse")?;
+    Ok(())
+}
+
+/// Stages `s0 .. s0 + k` of a decimation-in-time NTT of `x` (length `2^log_n`, bit-reversed order) with
+/// twiddles `tw[i] = w^i`, `i < n/2`. `k` is at most 10 (the shared-memory tile is `2^k` elements).
+pub fn ntt_pass(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    x: &mut CudaSlice<GpuFr>,
+    tw: &CudaSlice<GpuFr>,
+    log_n: u32,
+    s0: u32,
+    k: u32,
+) -> Result<(), CudaError> {
+    let n = 1usize << log_n;
+    expect_len("ntt_pass", n, x.len())?;
+    if tw.len() < (n / 2).max(1) {
+        return Err(CudaError::Length { op: "ntt_pass", expected: n / 2, got: tw.len() });
+    }
+    if k == 0 || k > 10 || s0 + k > log_n {
+        return Err(CudaError::Size { op: "ntt_pass", size: k as usize, reason: "stages out of range" });
+    }
+    let tile = 1u32 << k;
+    let cfg = LaunchConfig {
+        grid_dim: ((n >> k) as u32, 1, 1),
+        block_dim: ((tile / 2).min(512), 1, 1),
+        shared_mem_bytes: tile * std::mem::size_of::<GpuFr>() as u32,
+    };
+    // SAFETY: matches `ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k)`; each block
+    // touches base + j * 2^s0 < n; twiddle indices are below n/2 (checked above); the shared tile is 2^k
+    // elements of 32 bytes (32 KiB at most).
+    unsafe { stream.launch_builder(&gpu.ntt.pass).arg(x).arg(tw).arg(&log_n).arg(&s0).arg(&k).launch(cfg) }
+        .during("ntt_pass")?;
+    Ok(())
+}
+
+/// `x[i] *= c`, and by `s^i` too when a table is given.
+pub fn scale(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    x: &mut CudaSlice<GpuFr>,
+    c: GpuFr,
+    powers: Option<&PowerTable>,
+) -> Result<(), CudaError> {
+    let n = count("scale", x.len())?;
+    if let Some(t) = powers {
+        if t.capacity() < x.len() {
+            return Err(CudaError::Length { op: "scale", expected: x.len(), got: t.capacity() });
+        }
+    }
+    let (lo, hi, lo_bits, flag) = match powers {
+        Some(t) => (&t.lo, &t.hi, t.lo_bits, 1u32),
+        None => (&gpu.dummy, &gpu.dummy, 0, 0),
+    };
+    // SAFETY: matches `ntt_scale(Fr* x, uint32_t n, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits,
+    // uint32_t powers)`; tables read only when powers = 1 and cover n.
+    unsafe {
+        stream
+            .launch_builder(&gpu.ntt.scale)
+            .arg(x)
+            .arg(&n)
+            .arg(&c)
+            .arg(lo)
+            .arg(hi)
+            .arg(&lo_bits)
+            .arg(&flag)
+            .launch(elementwise(n as usize))
+    }
+    .during("ntt_scale")?;
+    Ok(())
+}
+
+/// The witness map's quotient step: `a[i] = (a[i]·b[i] − c[i])·z_inv`.
+pub fn quotient(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    a: &mut CudaSlice<GpuFr>,
+    b: &CudaSlice<GpuFr>,
+    c: &CudaSlice<GpuFr>,
+    z_inv: GpuFr,
+) -> Result<(), CudaError> {
+    expect_len("quotient", a.len(), b.len())?;
+    expect_len("quotient", a.len(), c.len())?;
+    let n = count("quotient", a.len())?;
+    // SAFETY: matches `quotient(Fr* a, const Fr* b, const Fr* c, Fr z_inv, uint32_t n)`; all three have n.
+    unsafe {
+        stream
+            .launch_builder(&gpu.ntt.quotient)
+            .arg(a)
+            .arg(b)
+            .arg(c)
+            .arg(&z_inv)
+            .arg(&n)
+            .launch(elementwise(n as usize))
+    }
+    .during("quotient")?;
+    Ok(())
+}
+
+macro_rules! field_ops {
+    ($(#[$doc:meta])* $name:ident, $ty:ty, $kernel:ident, $ops:expr) => {
+        $(#[$doc])*
+        pub fn $name(
+            gpu: &Gpu,
+            stream: &Arc<CudaStream>,
+            a: &CudaSlice<$ty>,
+            b: &CudaSlice<$ty>,
+            out: &mut CudaSlice<$ty>,
+        ) -> Result<(), CudaError> {
+            expect_len(stringify!($name), a.len(), b.len())?;
+            expect_len(stringify!($name), a.len() * $ops, out.len())?;
+            let n = count(stringify!($name), a.len())?;
+            let f = &gpu.field_kernels()?.$kernel;
+            // SAFETY: matches `<kernel>(const F* a, const F* b, F* out, uint32_t n)`; out has n * ops.
+            unsafe { stream.launch_builder(f).arg(a).arg(b).arg(out).arg(&n).launch(elementwise(n as usize)) }
+                .during(stringify!($kernel))?;
+            Ok(())
+        }
+    };
+}
+
+field_ops!(
+    /// For each `i`: `out[8i..8i+8]` = add, sub, mul, sqr, neg, inverse of `a[i]`, `b[i]` in Fr, then
+    /// `to_mont(a[i])` (reading `a[i]` as canonical limbs) and `from_mont(a[i])`.
+    fr_ops, GpuFr, fr_ops, FIELD_OPS
+);
+field_ops!(
+    /// As [`fr_ops`], in Fq.
+    fq_ops, GpuFq, fq_ops, FIELD_OPS
+);
+field_ops!(
+    /// For each `i`: `out[6i..6i+6]` = add, sub, mul, sqr, neg, inverse in Fq2.
+    fq2_ops, GpuFq2, fq2_ops, FQ2_OPS
+);
+
+macro_rules! mul_bench {
+    ($(#[$doc:meta])* $name:ident, $ty:ty) => {
+        $(#[$doc])*
+        pub fn $name(
+            gpu: &Gpu,
+            stream: &Arc<CudaStream>,
+            a: &CudaSlice<$ty>,
+            out: &mut CudaSlice<$ty>,
+            iters: u32,
+        ) -> Result<(), CudaError> {
+            expect_len(stringify!($name), a.len(), out.len())?;
+            let n = count(stringify!($name), a.len())?;
+            let f = &gpu.field_kernels()?.$name;
+            // SAFETY: matches `<kernel>(const F* a, F* out, uint32_t n, uint32_t iters)`; both have n.
+            unsafe { stream.launch_builder(f).arg(a).arg(out).arg(&n).arg(&iters).launch(elementwise(n as usize)) }
+                .during(stringify!($name))?;
+            Ok(())
+        }
+    };
+}
+
+mul_bench!(
+    /// Throughput probe: `2 * iters` Fr multiplications per element (two dependent chains).
+    fr_mul_bench, GpuFr
+);
+mul_bench!(
+    /// Throughput probe: `2 * iters` Fq multiplications per element (two dependent chains).
+    fq_mul_bench, GpuFq
+);

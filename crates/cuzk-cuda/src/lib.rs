@@ -1,0 +1,75 @@
+#![doc = include_str!("../README.md")]
+
+mod backend;
+mod gpu;
+pub mod kernels;
+pub mod ntt;
+
+pub use backend::{CudaBackend, GpuPoly};
+pub use gpu::{DeviceInfo, Gpu, GpuFq, GpuFq2, GpuFr, Timer};
+
+/// What can go wrong on the GPU.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CudaError {
+    /// The CUDA driver library (libcuda) could not be loaded.
+    #[error("no CUDA driver: libcuda could not be loaded on this machine")]
+    NoDriver,
+    /// The driver loaded but reports no device.
+    #[error("no CUDA device: the driver reports {0} devices")]
+    NoDevice(i32),
+    /// A device ordinal that does not exist.
+    #[error("CUDA device {ordinal} does not exist ({count} devices)")]
+    BadOrdinal {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// Devices present.
+        count: usize,
+    },
+    /// A driver call failed.
+    #[error("CUDA driver call failed during {op}: {source}")]
+    Driver {
+        /// What was being done.
+        op: &'static str,
+        /// The driver's error.
+        #[source]
+        source: cudarc::driver::DriverError,
+    },
+    /// A buffer of the wrong length was passed to a kernel wrapper.
+    #[error("{op}: buffer of {got} elements where {expected} are required")]
+    Length {
+        /// The wrapper.
+        op: &'static str,
+        /// Required length.
+        expected: usize,
+        /// Given length.
+        got: usize,
+    },
+    /// A size the kernels do not support.
+    #[error("{op}: unsupported size {size}: {reason}")]
+    Size {
+        /// The wrapper.
+        op: &'static str,
+        /// The size.
+        size: usize,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A kernel module failed to load earlier; every later use reports it.
+    #[error("kernel module failed to load: {0}")]
+    KernelLoad(String),
+    /// Data that came back from the device is not valid (unreduced limbs, a point off its curve).
+    #[error("invalid data from the device: {0}")]
+    Layout(#[from] cuzk_field::LayoutError),
+}
+
+/// Attaches the operation's name to a driver error.
+pub(crate) trait DriverContext<T> {
+    fn during(self, op: &'static str) -> Result<T, CudaError>;
+}
+
+impl<T> DriverContext<T> for Result<T, cudarc::driver::DriverError> {
+    fn during(self, op: &'static str) -> Result<T, CudaError> {
+        self.map_err(|source| CudaError::Driver { op, source })
+    }
+}

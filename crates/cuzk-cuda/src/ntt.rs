@@ -1,0 +1,172 @@
+//! NTTs on the device in ark-poly's conventions, built from the kernels in `kernels.rs`.
+//!
+//! Forward: bit-reverse (scaling by `g^i` first for a coset), then the `log2 n` DIT stages in passes of
+//! at most 10 stages, each pass one launch working in shared memory. Inverse: the same with inverse
+//! twiddles, then a scaling by `1/n` (times `g^-i` for a coset).
+
+use std::sync::Arc;
+
+use ark_bls12_381::Fr;
+use ark_ff::{FftField, Field, One};
+use cudarc::driver::{CudaSlice, CudaStream};
+use cuzk_field::{DeviceFr, DeviceRepr};
+use cuzk_groth16::NttKind;
+
+use crate::kernels::{self, PowerTable};
+use crate::{CudaError, Gpu, GpuFr};
+
+/// Largest supported NTT: 2^28 elements (8 GiB of Fr), within the 32-bit indexing of the kernels.
+pub const MAX_LOG_N: u32 = 28;
+/// Most stages one pass runs in shared memory.
+const MAX_STAGES_PER_PASS: u32 = 10;
+
+fn gpu_fr(x: &Fr) -> GpuFr {
+    GpuFr(DeviceFr::from_ark(x))
+}
+
+/// `(lo, hi, lo_bits)` with `lo[j] = s^j`, `hi[j] = s^(j·2^lo_bits)`, covering `count` powers.
+fn two_level(s: Fr, count: usize) -> (Vec<GpuFr>, Vec<GpuFr>, u32) {
+    let bits = count.max(1).next_power_of_two().trailing_zeros();
+    let lo_bits = bits.div_ceil(2);
+    let powers = |base: Fr, len: usize| {
+        let mut v = Vec::with_capacity(len);
+        let mut x = Fr::one();
+        for _ in 0..len {
+            v.push(gpu_fr(&x));
+            x *= base;
+        }
+        v
+    };
+    let lo = powers(s, 1 << lo_bits);
+    let hi = powers(s.pow([1u64 << lo_bits]), count.max(1).div_ceil(1 << lo_bits));
+    (lo, hi, lo_bits)
+}
+
+fn upload_table(gpu: &Gpu, stream: &Arc<CudaStream>, s: Fr, count: usize) -> Result<PowerTable, CudaError> {
+    let (lo, hi, lo_bits) = two_level(s, count);
+    Ok(PowerTable { lo: gpu.upload(stream, &lo)?, hi: gpu.upload(stream, &hi)?, lo_bits })
+}
+
+/// Twiddles and coset powers for one size, resident on the device.
+#[derive(Debug)]
+pub struct NttTables {
+    log_n: u32,
+    forward: CudaSlice<GpuFr>,
+    inverse: CudaSlice<GpuFr>,
+    coset: PowerTable,
+    coset_inverse: PowerTable,
+    n_inv: GpuFr,
+}
+
+impl NttTables {
+    /// Builds the tables for `2^log_n` on `stream`.
+    pub fn new(gpu: &Gpu, stream: &Arc<CudaStream>, log_n: u32) -> Result<Self, CudaError> {
+        if log_n > MAX_LOG_N {
+            return Err(CudaError::Size { op: "ntt", size: 1 << log_n.min(62), reason: "larger than 2^28" });
+        }
+        let n = 1usize << log_n;
+        let half = (n / 2).max(1);
+        let omega = cuzk_field::constants::root_of_unity(log_n).ok_or(CudaError::Size {
+            op: "ntt",
+            size: n,
+            reason: "no root of unity of this order",
+        })?;
+        let omega_inv = omega.inverse().unwrap_or_default();
+        let g = Fr::GENERATOR;
+        let g_inv = g.inverse().unwrap_or_default();
+        let n_inv = Fr::from(n as u64).inverse().unwrap_or_default();
+        let mut forward = gpu.zeros::<GpuFr>(stream, half)?;
+        kernels::fill_powers(gpu, stream, &mut forward, &upload_table(gpu, stream, omega, half)?)?;
+        let mut inverse = gpu.zeros::<GpuFr>(stream, half)?;
+        kernels::fill_powers(gpu, stream, &mut inverse, &upload_table(gpu, stream, omega_inv, half)?)?;
+        Ok(Self {
+            log_n,
+            forward,
+            inverse,
+            coset: upload_table(gpu, stream, g, n)?,
+            coset_inverse: upload_table(gpu, stream, g_inv, n)?,
+            n_inv: gpu_fr(&n_inv),
+        })
+    }
+
+    /// `log2` of the size these tables serve.
+    pub fn log_n(&self) -> u32 {
+        self.log_n
+    }
+}
+
+/// Splits `log_n` stages into passes of at most 10, as even as possible.
+fn passes(log_n: u32) -> Vec<(u32, u32)> {
+    let count = log_n.div_ceil(MAX_STAGES_PER_PASS).max(1);
+    let mut out = Vec::new();
+    let mut s0 = 0;
+    for p in 0..count {
+        let k = log_n / count + u32::from(p < log_n % count);
+        if k > 0 {
+            out.push((s0, k));
+        }
+        s0 += k;
+    }
+    out
+}
+
+/// Transforms `x` (length `2^tables.log_n()`) in place on `stream`.
+pub fn ntt(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    tables: &NttTables,
+    x: &mut CudaSlice<GpuFr>,
+    kind: NttKind,
+) -> Result<(), CudaError> {
+    let log_n = tables.log_n;
+    if x.len() != 1 << log_n {
+        return Err(CudaError::Length { op: "ntt", expected: 1 << log_n, got: x.len() });
+    }
+    if log_n == 0 {
+        // A single element: every transform in ark-poly's conventions is the identity.
+        return Ok(());
+    }
+    let (twiddles, pre, post): (_, Option<&PowerTable>, Option<(GpuFr, Option<&PowerTable>)>) = match kind {
+        NttKind::Forward => (&tables.forward, None, None),
+        NttKind::CosetForward => (&tables.forward, Some(&tables.coset), None),
+        NttKind::Inverse => (&tables.inverse, None, Some((tables.n_inv, None))),
+        NttKind::CosetInverse => (&tables.inverse, None, Some((tables.n_inv, Some(&tables.coset_inverse)))),
+    };
+    kernels::bit_reverse(gpu, stream, x, log_n, pre)?;
+    for (s0, k) in passes(log_n) {
+        kernels::ntt_pass(gpu, stream, x, twiddles, log_n, s0, k)?;
+    }
+    if let Some((c, powers)) = post {
+        kernels::scale(gpu, stream, x, c, powers)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passes_cover_every_stage_once() {
+        for log_n in 1..=28 {
+            let p = passes(log_n);
+            assert_eq!(p.iter().map(|(_, k)| k).sum::<u32>(), log_n);
+            assert!(p.iter().all(|(_, k)| (1..=10).contains(k)));
+            assert!(p.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
+        }
+    }
+
+    #[test]
+    fn two_level_tables_reproduce_powers() {
+        let s = Fr::from(5u64);
+        for count in [1usize, 2, 7, 64, 1000] {
+            let (lo, hi, lo_bits) = two_level(s, count);
+            assert!(hi.len() << lo_bits >= count);
+            for i in [0, count / 2, count - 1] {
+                let v =
+                    hi[i >> lo_bits].0.to_ark_unchecked() * lo[i & ((1 << lo_bits) - 1)].0.to_ark_unchecked();
+                assert_eq!(v, s.pow([i as u64]));
+            }
+        }
+    }
+}

@@ -1,0 +1,59 @@
+// cuzk kernels: field operations in bulk, for differential tests against arkworks and throughput
+// measurements. Element i of the output holds op(a[i], b[i]) for each op, in the order of the enum.
+#include "field/fields.cuh"
+
+using namespace cuzk;
+
+// Outputs per input pair, in this order: add, sub, mul, sqr, neg, inverse (of a), to_mont(a) (a read
+// as a canonical value), from_mont(a).
+constexpr int OPS = 8;
+
+template <class F>
+__device__ __forceinline__ void all_ops(const F* a, const F* b, F* out, uint32_t n) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const F x = a[i], y = b[i];
+    F* o = out + (size_t)i * OPS;
+    o[0] = x + y;
+    o[1] = x - y;
+    o[2] = x * y;
+    o[3] = x.sqr();
+    o[4] = -x;
+    o[5] = x.inverse();
+    o[6] = F::to_mont(x);
+    o[7] = x.from_mont();
+}
+
+extern "C" __global__ void fr_ops(const Fr* a, const Fr* b, Fr* out, uint32_t n) { all_ops(a, b, out, n); }
+extern "C" __global__ void fq_ops(const Fq* a, const Fq* b, Fq* out, uint32_t n) { all_ops(a, b, out, n); }
+
+// Fq2: add, sub, mul, sqr, neg, inverse.
+extern "C" __global__ void fq2_ops(const Fq2* a, const Fq2* b, Fq2* out, uint32_t n) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const Fq2 x = a[i], y = b[i];
+    Fq2* o = out + (size_t)i * 6;
+    o[0] = x + y;
+    o[1] = x - y;
+    o[2] = x * y;
+    o[3] = x.sqr();
+    o[4] = -x;
+    o[5] = x.inverse();
+}
+
+// Throughput: each thread runs two independent chains of `iters` dependent multiplications (so two
+// multiplications are in flight), 2 * iters in all, and writes its result so nothing is optimised away.
+template <class F>
+__device__ __forceinline__ void mul_chain(const F* a, F* out, uint32_t n, uint32_t iters) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    F x = a[i], y = a[(i + 1) % n], z = a[(i + 2) % n];
+    for (uint32_t k = 0; k < iters; k++) {
+        x = x * y;
+        z = z * y;
+    }
+    out[i] = x + z;
+}
+
+extern "C" __global__ void fr_mul_bench(const Fr* a, Fr* out, uint32_t n, uint32_t iters) { mul_chain(a, out, n, iters); }
+extern "C" __global__ void fq_mul_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters) { mul_chain(a, out, n, iters); }

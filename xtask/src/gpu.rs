@@ -1,0 +1,80 @@
+//! `cargo xtask gpu-test` and `cargo xtask bundle`: the GPU suite, here or on a GPU host.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Runs the GPU suite on this machine; it fails (never passes) when there is no GPU.
+pub(crate) fn gpu_test(root: &Path, extra: &[String]) -> Result<(), String> {
+    let mut args = vec!["test", "-p", "cuzk-cuda", "--features", "gpu-tests", "--release", "--locked", "--"];
+    args.extend(extra.iter().map(String::as_str));
+    crate::cargo_in(root, &args)
+}
+
+/// Builds the GPU test and bench binaries (kernels embedded) into `.gpu-bundle/` with `run.sh`, for a
+/// GPU host without a Rust toolchain: `.gpu-bundle/run.sh OUTDIR` runs them all and writes a summary.
+pub(crate) fn bundle(root: &Path) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(&cargo)
+        .args(["test", "-p", "cuzk-cuda", "--features", "gpu-tests", "--release", "--locked", "--no-run"])
+        .args(["--message-format=json-render-diagnostics"])
+        .current_dir(root)
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("building the GPU tests failed:\n{}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let mut tests = None;
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(msg) = serde_json::from_str::<Value>(line) else { continue };
+        if msg["reason"] == "compiler-artifact" && msg["target"]["name"] == "gpu" {
+            tests = msg["executable"].as_str().map(str::to_owned);
+        }
+    }
+    let tests = tests.ok_or("no GPU test executable was built")?;
+    crate::cargo_in(
+        root,
+        &[
+            "build",
+            "-p",
+            "cuzk-cuda",
+            "--features",
+            "gpu-tests",
+            "--release",
+            "--locked",
+            "--example",
+            "gpu_bench",
+        ],
+    )?;
+    let dir = root.join(".gpu-bundle");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    std::fs::copy(&tests, dir.join("gpu-tests")).map_err(|e| format!("{tests}: {e}"))?;
+    let bench = root.join("target/release/examples/gpu_bench");
+    std::fs::copy(&bench, dir.join("gpu_bench")).map_err(|e| format!("{}: {e}", bench.display()))?;
+    std::fs::write(dir.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
+    Command::new("chmod").args(["+x"]).arg(dir.join("run.sh")).status().map_err(|e| e.to_string())?;
+    eprintln!("xtask: GPU bundle in .gpu-bundle/ (run: .gpu-bundle/run.sh OUTDIR)");
+    Ok(())
+}
+
+const RUN_SH: &str = r##"#!/usr/bin/env bash
+# The cuzk GPU suite and benchmarks. Usage: run.sh OUTDIR. Writes gpu-tests.log, bench.md, bench.json
+# and summary.md into OUTDIR; exits non-zero if any test or bench failed.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-$PWD/gpu-out}
+mkdir -p "$out"
+status=0
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/device.txt" 2>&1 || true
+"$here/gpu-tests" --test-threads=1 2>&1 | tee "$out/gpu-tests.log" || status=1
+"$here/gpu_bench" --json "$out/bench.json" 2>&1 | tee "$out/bench.md" || status=1
+{
+  echo "# cuzk GPU run, $(date -u +%Y-%m-%dT%H:%MZ)"
+  cat "$out/device.txt"
+  grep -E "^test result|FAILED|panicked" "$out/gpu-tests.log"
+  cat "$out/bench.md"
+} > "$out/summary.md"
+exit $status
+"##;
