@@ -80,6 +80,19 @@ fn test(extra: &[String]) -> Result<(), String> {
 fn lint() -> Result<(), String> {
     cargo(&["fmt", "--all", "--check"])?;
     cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"])?;
+    // The GPU suite is behind a feature; lint it too, though it only runs on a GPU.
+    cargo(&[
+        "clippy",
+        "-p",
+        "cuzk-cuda",
+        "--all-targets",
+        "--features",
+        "gpu-tests",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
     let problems = layers::check(&root())?;
     if problems.is_empty() {
         eprintln!("xtask: architecture checks passed");

@@ -3,6 +3,7 @@
 
 mod backend;
 mod cpu;
+mod cpu_msm;
 mod key;
 mod prover;
 

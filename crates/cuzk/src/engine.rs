@@ -15,7 +15,8 @@ use rayon::prelude::*;
 use crate::{BackendKind, Config, Error};
 
 /// Why the CUDA backend cannot be used by this build.
-const CUDA_MISSING: &str = "CUDA backend not built: this version of cuzk has only the CPU backend";
+const CUDA_MISSING: &str =
+    "CUDA backend not built: the GPU kernels cover the witness map so far, not the MSMs a proof needs";
 
 enum Backends {
     Cpu(CpuBackend),
