@@ -15,6 +15,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("cuzk-synth", 1),
     ("cuzk-circuits", 1),
     ("cuzk-groth16", 2),
+    ("cuzk-keystore", 2),
     ("cuzk-cuda", 3),
     ("cuzk-sched", 4),
     ("cuzk", 5),

@@ -93,10 +93,28 @@ impl NttTables {
     pub fn log_n(&self) -> u32 {
         self.log_n
     }
+
+    /// The twiddles `w^i` (or `w^-i`), `i < n/2`.
+    pub fn twiddles(&self, inverse: bool) -> &CudaSlice<GpuFr> {
+        if inverse {
+            &self.inverse
+        } else {
+            &self.forward
+        }
+    }
+
+    /// The coset powers `g^i` (or `g^-i`).
+    pub fn coset_powers(&self, inverse: bool) -> &PowerTable {
+        if inverse {
+            &self.coset_inverse
+        } else {
+            &self.coset
+        }
+    }
 }
 
-/// Splits `log_n` stages into passes of at most 10, as even as possible.
-fn passes(log_n: u32) -> Vec<(u32, u32)> {
+/// Splits `log_n` stages into passes of at most 10, as even as possible: `(first stage, stages)`.
+pub fn passes(log_n: u32) -> Vec<(u32, u32)> {
     let count = log_n.div_ceil(MAX_STAGES_PER_PASS).max(1);
     let mut out = Vec::new();
     let mut s0 = 0;

@@ -55,3 +55,27 @@ fn bad_arguments_are_refused() {
     assert!(!cuzk(&["prove", "-k", "40"]).status.success());
     assert!(!cuzk(&["prove", "-p", "0"]).status.success());
 }
+
+#[test]
+fn timeline_summarises_a_scheduler_timeline_and_refuses_bad_files() {
+    use cuzk_sched::{sim::SimStages, Config, JobId, Priority, Scheduler};
+    let ms = std::time::Duration::from_millis(1);
+    let stages =
+        SimStages { synthesis: ms, upload: 2 * ms, kernels: vec![("msm", 10 * ms)], ..SimStages::default() };
+    let s = Scheduler::new(stages, Config { partition_workers: 2, ..Config::default() });
+    s.submit(JobId(1), Priority::Normal, None, vec![0; 4]).unwrap().wait().unwrap();
+    let dir = std::env::temp_dir().join(format!("cuzk-cli-timeline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (file, chrome) = (dir.join("t.jsonl"), dir.join("t.trace.json"));
+    std::fs::write(&file, s.timeline().to_json_lines()).unwrap();
+    let out = cuzk(&["timeline", file.to_str().unwrap(), "--chrome", chrome.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("kernel utilisation") && text.contains("lock-bracket utilisation"), "{text}");
+    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&chrome).unwrap()).unwrap();
+    assert!(trace.as_array().is_some_and(|a| !a.is_empty()));
+    std::fs::write(&file, "not json\n").unwrap();
+    let out = cuzk(&["timeline", file.to_str().unwrap()]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("line 1"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -36,6 +36,32 @@ enum Command {
         #[arg(long)]
         no_baseline: bool,
     },
+    /// Summarise a pipeline timeline (JSON lines as the scheduler writes them): kernel utilisation from
+    /// device-measured kernel time beside the lock-bracket figure, gaps by cause, per-proof times.
+    Timeline {
+        /// The timeline file.
+        file: std::path::PathBuf,
+        /// Also write it as a Chrome trace (opens in Perfetto).
+        #[arg(long)]
+        chrome: Option<std::path::PathBuf>,
+    },
+}
+
+fn timeline(file: &std::path::Path, chrome: Option<&std::path::Path>) -> Result<(), String> {
+    use cuzk_sched::report::{parse_json_lines, TimelineReport};
+    let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let spans = parse_json_lines(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+    if spans.is_empty() {
+        return Err(format!("{}: no spans", file.display()));
+    }
+    print!("{}", TimelineReport::from_spans(&spans).render());
+    if let Some(out) = chrome {
+        let t = cuzk_sched::Timeline::new();
+        spans.into_iter().for_each(|s| t.push(s));
+        std::fs::write(out, t.to_chrome_trace())
+            .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    }
+    Ok(())
 }
 
 #[derive(Args, Clone)]
@@ -268,7 +294,15 @@ fn print_table(o: &Output) {
 
 fn main() {
     let cli = Cli::parse();
+    if let Command::Timeline { file, chrome } = &cli.command {
+        if let Err(e) = timeline(file, chrome.as_deref()) {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let (w, result) = match &cli.command {
+        Command::Timeline { .. } => return,
         Command::Prove(w) => (w, run(w, None, false)),
         Command::Bench { workload, repeat, no_baseline } => {
             (workload, run(workload, Some(*repeat), !no_baseline))

@@ -1,0 +1,79 @@
+//! Times each kernel of a GPU NTT separately (CUDA events, median of 7 after a warm-up), to see where
+//! an NTT's time goes. Usage: ntt_profile [LOG_N...] (default 20 24).
+
+use ark_bls12_381::Fr;
+use ark_ff::UniformRand;
+use cuzk_cuda::{kernels, ntt, CudaBackend, CudaError, GpuFr};
+use cuzk_field::{DeviceFr, DeviceRepr};
+use rand::{rngs::StdRng, SeedableRng};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn time(b: &CudaBackend, mut f: impl FnMut() -> Result<(), CudaError>) -> Result<f64, CudaError> {
+    let s = b.gpu().compute_stream();
+    f()?;
+    let mut v = Vec::new();
+    for _ in 0..7 {
+        let t = b.gpu().timer()?;
+        t.start(s)?;
+        f()?;
+        t.stop(s)?;
+        v.push(t.elapsed_ms()? as f64);
+    }
+    Ok(median(v))
+}
+
+fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
+    let n = 1usize << log_n;
+    let mut rng = StdRng::seed_from_u64(7);
+    let host: Vec<GpuFr> = (0..n).map(|_| GpuFr(DeviceFr::from_ark(&Fr::rand(&mut rng)))).collect();
+    let gpu = b.gpu();
+    let s = gpu.compute_stream();
+    let mut x = gpu.upload(s, &host)?;
+    let t = b.tables(log_n)?;
+    let total = time(b, || ntt::ntt(gpu, s, &t, &mut x, cuzk_groth16::NttKind::CosetForward))?;
+    println!("2^{log_n}: whole coset-forward NTT {total:.3} ms");
+    let br = time(b, || kernels::bit_reverse(gpu, s, &mut x, log_n, None))?;
+    let brs = time(b, || kernels::bit_reverse(gpu, s, &mut x, log_n, Some(t.coset_powers(false))))?;
+    println!("  bit reverse {br:.3} ms, with coset scaling {brs:.3} ms");
+    for (s0, k) in ntt::passes(log_n) {
+        let ms = time(b, || kernels::ntt_pass(gpu, s, &mut x, t.twiddles(false), log_n, s0, k))?;
+        println!(
+            "  pass s0={s0:2} k={k:2}: {ms:.3} ms ({:.1} ns per butterfly-stage)",
+            ms * 1e6 / (k as f64 * (n / 2) as f64)
+        );
+    }
+    for k in [1u32, 4, 6, 8, 10] {
+        if k <= log_n {
+            let ms = time(b, || kernels::ntt_pass(gpu, s, &mut x, t.twiddles(false), log_n, 0, k))?;
+            let far = time(b, || kernels::ntt_pass(gpu, s, &mut x, t.twiddles(false), log_n, log_n - k, k))?;
+            println!("  k={k:2}: first stages {ms:.3} ms, last stages {far:.3} ms ({:.1} / {:.1} ns per butterfly-stage)", ms * 1e6 / (k as f64 * (n / 2) as f64), far * 1e6 / (k as f64 * (n / 2) as f64));
+        }
+    }
+    let one = GpuFr(DeviceFr::from_ark(&Fr::from(3u64)));
+    let sc = time(b, || kernels::scale(gpu, s, &mut x, one, None))?;
+    let scp = time(b, || kernels::scale(gpu, s, &mut x, one, Some(t.coset_powers(true))))?;
+    println!("  scale {sc:.3} ms, with powers {scp:.3} ms");
+    Ok(())
+}
+
+fn main() {
+    let logs: Vec<u32> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let logs = if logs.is_empty() { vec![20, 24] } else { logs };
+    let b = match CudaBackend::new(0) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    };
+    for log_n in logs {
+        if let Err(e) = profile(&b, log_n) {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,166 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+pub mod checksum;
+mod codec;
+mod format;
+mod report;
+mod shape;
+mod store;
+
+use std::io;
+use std::path::PathBuf;
+
+pub use codec::PointProblem;
+pub use format::{
+    decode_key, read_header, read_key, write_key, Counts, Header, FILE_EXTENSION, FORMAT_VERSION, HEADER_LEN,
+    MAGIC,
+};
+pub use report::{LoadReport, SaveReport};
+pub use shape::{ShapeId, MAX_SHAPE_ID_LEN};
+pub use store::KeyStore;
+
+/// Everything that can go wrong when storing or loading a key. Every way a key file can be wrong
+/// has its own variant; none of them ever yields a key.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A shape id (given by the caller or found in a header) breaks the naming rule.
+    #[error("invalid shape id \"{shape_id}\": {problem}")]
+    InvalidShapeId {
+        /// The offending id, with unprintable characters escaped.
+        shape_id: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// There is no key file where one was asked for.
+    #[error("no key file at {}", path.display())]
+    NotFound {
+        /// The path looked at.
+        path: PathBuf,
+    },
+    /// A file system operation failed.
+    #[error("cannot {op} {}: {source}", path.display())]
+    Io {
+        /// What was being done ("open", "read", "write", "rename", ...).
+        op: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// Writing to or seeking in a caller's writer failed.
+    #[error("cannot {op} the key stream: {source}")]
+    Stream {
+        /// What was being done ("write", "seek").
+        op: &'static str,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The data does not start with the magic bytes: it is not a cuzk key file.
+    #[error("not a cuzk proving key: it starts with \"{found}\" instead of \"CUZKPK\"")]
+    BadMagic {
+        /// The first bytes found (up to six), escaped.
+        found: String,
+    },
+    /// The file is a cuzk key of a format version this build cannot read.
+    #[error("key format version {found} is not supported; this build reads version {supported}")]
+    UnsupportedVersion {
+        /// The version in the file.
+        found: u32,
+        /// The version this build reads and writes.
+        supported: u32,
+    },
+    /// The header's own checksum does not match its bytes: the header is corrupt.
+    #[error("key header is corrupt: its checksum is {stored:#018x} but its bytes hash to {computed:#018x}")]
+    HeaderChecksum {
+        /// The checksum stored in the header.
+        stored: u64,
+        /// The checksum of the header bytes read.
+        computed: u64,
+    },
+    /// A header field holds a value the format does not allow.
+    #[error("key header field `{field}` is {value}, expected {expected}")]
+    HeaderField {
+        /// The field.
+        field: &'static str,
+        /// The value found.
+        value: u64,
+        /// What the format allows.
+        expected: &'static str,
+    },
+    /// The key was made for another circuit shape.
+    #[error("the key is for circuit shape \"{found}\", not \"{expected}\"")]
+    ShapeMismatch {
+        /// The shape asked for.
+        expected: ShapeId,
+        /// The shape recorded in the key file.
+        found: ShapeId,
+    },
+    /// The header's point counts do not add up to its payload length.
+    #[error("key header counts ({counts}) make a payload of {implied} bytes, but the header says {stated}")]
+    CountsMismatch {
+        /// The counts in the header.
+        counts: Counts,
+        /// The payload length the counts imply.
+        implied: u128,
+        /// The payload length the header states.
+        stated: u64,
+    },
+    /// The data ends before the key does.
+    #[error("key file is truncated: {expected} bytes expected, {found} present")]
+    Truncated {
+        /// Bytes the header (or the fixed header size) calls for.
+        expected: u64,
+        /// Bytes present.
+        found: u64,
+    },
+    /// The data goes on after the key ends.
+    #[error("key file has {} bytes of trailing garbage: {expected} bytes expected, {found} present", .found.saturating_sub(*.expected))]
+    TrailingBytes {
+        /// Bytes the header calls for.
+        expected: u64,
+        /// Bytes present.
+        found: u64,
+    },
+    /// The payload's checksum does not match the header: the points are corrupt.
+    #[error("key payload is corrupt: the header's checksum is {stored:#018x} but the payload hashes to {computed:#018x}")]
+    ChecksumMismatch {
+        /// The checksum stored in the header.
+        stored: u64,
+        /// The checksum of the payload read.
+        computed: u64,
+    },
+    /// A point record is malformed although the checksum matches (a file written by a faulty tool).
+    #[error("key point {section}[{index}] is malformed: {problem}")]
+    BadPoint {
+        /// The key field, like `a_query` or `vk.alpha_g1`.
+        section: &'static str,
+        /// The point's index in that field.
+        index: usize,
+        /// What is wrong.
+        problem: PointProblem,
+    },
+    /// Memory for a key field could not be allocated.
+    #[error("cannot allocate {count} points for {section}")]
+    OutOfMemory {
+        /// The key field.
+        section: &'static str,
+        /// The points it holds.
+        count: u64,
+    },
+}
+
+impl Error {
+    /// Names `path` in an error of a caller's writer, which was that file.
+    pub(crate) fn at(self, path: &std::path::Path) -> Self {
+        match self {
+            Self::Stream { op, source } => Self::Io { op, path: path.to_owned(), source },
+            other => other,
+        }
+    }
+}
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,244 @@
+//! The scheduler on the simulated backend: ordering, overlap, budget, priorities, cancellation,
+//! failures, deadlines, duplicate ids and the timeline formats.
+
+use std::time::{Duration, Instant};
+
+use cuzk_sched::sim::SimStages;
+use cuzk_sched::{Config, JobError, JobId, Priority, Scheduler, Span, SubmitError};
+
+const MS: Duration = Duration::from_millis(1);
+
+fn stages(synth_ms: u32, upload_ms: u32, kernel_ms: u32) -> SimStages {
+    SimStages {
+        synthesis: synth_ms * MS,
+        upload: upload_ms * MS,
+        kernels: vec![("ntt", kernel_ms / 2 * MS), ("msm", (kernel_ms - kernel_ms / 2) * MS)],
+        finish: MS,
+        host_bytes: 100,
+        ..SimStages::default()
+    }
+}
+
+fn config(workers: usize, gpu_workers: usize) -> Config {
+    Config {
+        partition_workers: workers,
+        devices: 1,
+        gpu_workers_per_device: gpu_workers,
+        slots_per_device: 2,
+        host_budget_bytes: 1 << 20,
+        merge_locks: false,
+    }
+}
+
+fn spans_of<'a>(spans: &'a [Span], kind: &str) -> Vec<&'a Span> {
+    spans.iter().filter(|s| s.kind == kind).collect()
+}
+
+#[test]
+fn outputs_come_back_in_partition_order() {
+    let s = Scheduler::new(stages(2, 1, 2), config(3, 2));
+    let tags: Vec<u64> = (0..7).map(|i| 100 + i).collect();
+    let out = s.submit(JobId(1), Priority::Normal, None, tags.clone()).unwrap().wait().unwrap();
+    assert_eq!(out.iter().map(|(t, _)| *t).collect::<Vec<_>>(), tags);
+    assert_eq!(s.live_jobs(), 0, "a finished job is forgotten");
+    assert_eq!(s.budget().used(), 0);
+}
+
+#[test]
+fn oldest_job_first_within_a_priority() {
+    let s = Scheduler::new(stages(5, 1, 1), config(1, 1));
+    let a = s.submit(JobId(1), Priority::Normal, None, vec![0; 3]).unwrap();
+    let b = s.submit(JobId(2), Priority::Normal, None, vec![0; 3]).unwrap();
+    a.wait().unwrap();
+    b.wait().unwrap();
+    let order: Vec<(u64, usize)> =
+        spans_of(&s.timeline().spans(), "synthesis").iter().map(|s| (s.job, s.partition)).collect();
+    assert_eq!(order, vec![(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)]);
+}
+
+#[test]
+fn urgent_job_overtakes_at_the_next_partition_boundary() {
+    let s = Scheduler::new(stages(20, 1, 1), config(1, 1));
+    let bulk = s.submit(JobId(1), Priority::Low, None, vec![0; 6]).unwrap();
+    std::thread::sleep(30 * MS);
+    let urgent = s.submit(JobId(2), Priority::Urgent, None, vec![7]).unwrap();
+    urgent.wait().unwrap();
+    assert!(bulk.status().is_some_and(|st| st.done < 6), "the bulk job is still running");
+    bulk.wait().unwrap();
+    let synth =
+        spans_of(&s.timeline().spans(), "synthesis").iter().map(|s| (s.job, s.partition)).collect::<Vec<_>>();
+    let urgent_pos = synth.iter().position(|p| *p == (2, 0)).unwrap();
+    // The bulk job had at most its first two partitions started when the urgent job arrived.
+    assert!(urgent_pos <= 3, "urgent synthesized at position {urgent_pos} of {synth:?}");
+}
+
+#[test]
+fn upload_of_the_next_partition_overlaps_the_kernels_of_the_previous() {
+    let overlap = |merge: bool| {
+        let mut cfg = config(4, 2);
+        cfg.merge_locks = merge;
+        let s = Scheduler::new(stages(1, 20, 40), cfg);
+        s.submit(JobId(1), Priority::Normal, None, vec![0; 6]).unwrap().wait().unwrap();
+        let spans = s.timeline().spans();
+        let uploads = spans_of(&spans, "upload");
+        let kernels = spans_of(&spans, "kernel_lock");
+        uploads.iter().filter(|u| kernels.iter().any(|k| k.partition != u.partition && k.overlaps(u))).count()
+    };
+    assert!(overlap(false) >= 3, "with two locks uploads overlap kernels");
+    assert_eq!(overlap(true), 0, "with one merged lock nothing overlaps");
+}
+
+#[test]
+fn kernel_time_is_device_measured_and_laid_out_on_its_own_lane() {
+    let s = Scheduler::new(stages(1, 1, 30), config(2, 2));
+    s.submit(JobId(9), Priority::Normal, None, vec![0; 2]).unwrap().wait().unwrap();
+    let spans = s.timeline().spans();
+    let kernels: Vec<_> = spans.iter().filter(|s| s.kind.starts_with("kernel:")).collect();
+    assert_eq!(kernels.len(), 4);
+    assert!(kernels.iter().all(|k| k.lane == "gpu0-kernels"));
+    let total: f64 = kernels.iter().map(|k| k.duration_us()).sum();
+    assert!((total - 60_000.0).abs() < 1.0, "kernel spans carry the reported durations: {total}");
+}
+
+#[test]
+fn synthesis_waits_for_budget_instead_of_exceeding_it() {
+    let mut cfg = config(6, 1);
+    cfg.host_budget_bytes = 300;
+    let s = Scheduler::new(stages(5, 10, 10), cfg);
+    s.submit(JobId(1), Priority::Normal, None, vec![0; 10]).unwrap().wait().unwrap();
+    assert!(s.budget().peak() <= 300, "peak {} over the budget", s.budget().peak());
+    assert_eq!(s.budget().peak(), 300, "the budget was the limit");
+    assert_eq!(s.budget().used(), 0, "everything was given back");
+    assert!(spans_of(&s.timeline().spans(), "budget_wait").iter().any(|w| w.duration_us() > 1000.0));
+}
+
+#[test]
+fn a_partition_larger_than_the_budget_fails_its_job_clearly() {
+    let mut cfg = config(2, 1);
+    cfg.host_budget_bytes = 50;
+    let s = Scheduler::new(stages(1, 1, 1), cfg);
+    let err = s.submit(JobId(1), Priority::Normal, None, vec![0; 2]).unwrap().wait().unwrap_err();
+    assert!(matches!(err, JobError::Budget { .. }), "{err}");
+    assert!(err.to_string().contains("can never fit"), "{err}");
+}
+
+#[test]
+fn cancel_drops_queued_work_returns_budget_and_spares_other_jobs() {
+    let s = Scheduler::new(stages(10, 2, 5), config(1, 1));
+    let victim = s.submit(JobId(1), Priority::Normal, None, vec![0; 20]).unwrap();
+    let other = s.submit(JobId(2), Priority::Normal, None, vec![1; 2]).unwrap();
+    std::thread::sleep(25 * MS);
+    assert!(victim.cancel());
+    assert!(!victim.cancel(), "a second cancel finds nothing");
+    assert_eq!(victim.wait().unwrap_err(), JobError::Cancelled);
+    assert_eq!(other.wait().unwrap().len(), 2);
+    let synthesized = spans_of(&s.timeline().spans(), "synthesis").iter().filter(|s| s.job == 1).count();
+    assert!(synthesized < 20, "queued partitions were dropped ({synthesized} synthesized)");
+    std::thread::sleep(30 * MS);
+    assert_eq!(s.budget().used(), 0);
+}
+
+#[test]
+fn a_failed_partition_fails_only_its_job() {
+    let mut st = stages(2, 1, 2);
+    st.failures.insert((JobId(1), 2, "kernels"));
+    st.failures.insert((JobId(3), 0, "synthesis"));
+    let s = Scheduler::new(st, config(3, 2));
+    let bad = s.submit(JobId(1), Priority::Normal, None, vec![0; 4]).unwrap();
+    let good = s.submit(JobId(2), Priority::Normal, None, vec![0; 4]).unwrap();
+    let bad_synth = s.submit(JobId(3), Priority::Normal, None, vec![0; 2]).unwrap();
+    match bad.wait().unwrap_err() {
+        JobError::Partition { index, source } => {
+            assert_eq!(index, 2);
+            assert_eq!(source.stage, "kernels");
+        }
+        other => panic!("expected a partition failure, got {other}"),
+    }
+    assert!(matches!(bad_synth.wait(), Err(JobError::Partition { index: 0, .. })));
+    assert_eq!(good.wait().unwrap().len(), 4);
+    let later = s.submit(JobId(4), Priority::Normal, None, vec![0; 2]).unwrap();
+    assert_eq!(later.wait().unwrap().len(), 2, "the workers recovered");
+}
+
+#[test]
+fn duplicate_live_ids_and_empty_jobs_are_refused() {
+    let s = Scheduler::new(stages(20, 1, 1), config(1, 1));
+    let first = s.submit(JobId(5), Priority::Normal, None, vec![0; 2]).unwrap();
+    assert_eq!(
+        s.submit(JobId(5), Priority::High, None, vec![0]).unwrap_err(),
+        SubmitError::DuplicateId(JobId(5))
+    );
+    assert_eq!(s.submit(JobId(6), Priority::High, None, vec![]).unwrap_err(), SubmitError::Empty(JobId(6)));
+    first.wait().unwrap();
+    assert!(s.submit(JobId(5), Priority::Normal, None, vec![0]).is_ok(), "a finished id may be reused");
+}
+
+#[test]
+fn deadlines_and_wait_timeouts() {
+    let s = Scheduler::new(stages(30, 1, 1), config(1, 1));
+    let slow = s.submit(JobId(1), Priority::Normal, None, vec![0; 3]).unwrap();
+    let late = s.submit(JobId(2), Priority::Normal, Some(Instant::now() + 10 * MS), vec![0]).unwrap();
+    assert_eq!(slow.wait_timeout(5 * MS).unwrap_err(), JobError::Timeout);
+    assert!(slow.status().is_some(), "a timed-out wait leaves the job running");
+    assert!(matches!(late.wait(), Err(JobError::DeadlineExceeded { index: 0 })));
+    assert_eq!(slow.wait_timeout(Duration::from_secs(10)).unwrap().len(), 3);
+}
+
+#[test]
+fn shutdown_fails_live_jobs() {
+    let s = Scheduler::new(stages(50, 1, 1), config(1, 1));
+    let h = s.submit(JobId(1), Priority::Normal, None, vec![0; 5]).unwrap();
+    drop(s);
+    assert_eq!(h.wait().unwrap_err(), JobError::ShutDown);
+}
+
+#[test]
+fn timeline_writes_json_lines_and_a_chrome_trace() {
+    let s = Scheduler::new(stages(1, 1, 2), config(2, 2));
+    s.submit(JobId(3), Priority::Normal, None, vec![0; 2]).unwrap().wait().unwrap();
+    let lines = s.timeline().to_json_lines();
+    for line in lines.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(v["end_us"].as_f64() >= v["start_us"].as_f64());
+    }
+    for kind in ["queued", "budget_wait", "synthesis", "memory_lock_wait", "upload", "kernel_lock", "finish"]
+    {
+        assert!(lines.contains(&format!("\"kind\":\"{kind}\"")), "missing {kind}");
+    }
+    let trace: serde_json::Value = serde_json::from_str(&s.timeline().to_chrome_trace()).unwrap();
+    assert!(trace.as_array().is_some_and(|a| a.iter().any(|e| e["ph"] == "X")));
+}
+
+#[test]
+fn report_separates_kernel_time_from_lock_time_and_names_gaps() {
+    use cuzk_sched::report::{parse_json_lines, GapCause, TimelineReport};
+    // Synthesis far slower than the GPU: the GPU starves, and the report must say so.
+    let s = Scheduler::new(stages(40, 2, 10), config(1, 2));
+    for j in 0..3 {
+        s.submit(JobId(j), Priority::Normal, None, vec![0; 2]).unwrap().wait().unwrap();
+    }
+    let spans = parse_json_lines(&s.timeline().to_json_lines()).unwrap();
+    let original = s.timeline().spans();
+    assert_eq!(spans.len(), original.len());
+    let same = spans.iter().zip(&original).all(|(a, b)| {
+        (a.job, a.partition, &a.kind, &a.lane) == (b.job, b.partition, &b.kind, &b.lane)
+            && (a.start_us - b.start_us).abs() < 1e-3
+            && (a.end_us - b.end_us).abs() < 1e-3
+    });
+    assert!(same, "JSON lines round-trip");
+    let r = TimelineReport::from_spans(&spans);
+    assert!(r.kernel_utilization < 0.6, "{}", r.render());
+    assert!(r.lock_utilization >= r.kernel_utilization);
+    assert!(r.synthesis_bound(), "{}", r.render());
+    assert!(r.gaps.contains_key(&GapCause::SynthesisStarvation));
+    assert_eq!(r.jobs.len(), 3);
+    assert!(r.steady_state_s_per_job.is_some_and(|x| x > 0.05));
+
+    // Fast synthesis, two workers: kernels nearly always busy.
+    let s = Scheduler::new(stages(1, 5, 30), config(4, 2));
+    s.submit(JobId(1), Priority::Normal, None, vec![0; 8]).unwrap().wait().unwrap();
+    let r = TimelineReport::from_spans(&s.timeline().spans());
+    assert!(r.kernel_utilization > 0.8, "{}", r.render());
+    assert!(!r.synthesis_bound(), "{}", r.render());
+    assert!(parse_json_lines("{\"job\": 1}").is_err());
+}
