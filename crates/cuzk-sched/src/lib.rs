@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod budget;
+mod oneshot;
 pub mod report;
 mod scheduler;
 pub mod sim;

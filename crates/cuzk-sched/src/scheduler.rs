@@ -2,11 +2,11 @@
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::oneshot::{self, Receiver, Recv, Sender};
 use crate::{
     Budget, BudgetError, KernelLog, PartitionRef, Placement, Reservation, StageError, Stages, Timeline,
 };
@@ -183,7 +183,7 @@ struct JobEntry<O> {
     outputs: Vec<Option<O>>,
     states: Vec<PartState>,
     remaining: usize,
-    tx: SyncSender<Outcome<O>>,
+    tx: Sender<Outcome<O>>,
 }
 
 struct Queues<S: Stages> {
@@ -247,13 +247,13 @@ impl<S: Stages> Inner<S> {
                 }
                 if job.remaining == 0 {
                     if let Some(job) = q.jobs.remove(&part.job) {
-                        let _ = job.tx.send(Ok(job.outputs.into_iter().flatten().collect()));
+                        job.tx.send(Ok(job.outputs.into_iter().flatten().collect()));
                     }
                 }
             }
             Err(e) => {
                 if let Some(job) = q.jobs.remove(&part.job) {
-                    let _ = job.tx.send(Err(e));
+                    job.tx.send(Err(e));
                 }
             }
         }
@@ -269,7 +269,7 @@ impl<S: Stages> Inner<S> {
             let Some(job) = jobs.get(&w.job) else { continue };
             if job.deadline.is_some_and(|d| now > d) {
                 if let Some(job) = jobs.remove(&w.job) {
-                    let _ = job.tx.send(Err(JobError::DeadlineExceeded { index: w.index }));
+                    job.tx.send(Err(JobError::DeadlineExceeded { index: w.index }));
                 }
                 continue;
             }
@@ -446,17 +446,20 @@ impl<S: Stages> JobHandle<S> {
         self.id
     }
 
-    /// Waits for the job's outputs, in partition order.
+    /// Waits for the job's outputs, in partition order. (In async code, `.await` the handle instead.)
     pub fn wait(self) -> Result<Vec<S::Output>, JobError> {
-        self.rx.recv().unwrap_or(Err(JobError::ShutDown))
+        match self.rx.recv(None) {
+            Recv::Value(outcome) => outcome,
+            Recv::Closed | Recv::TimedOut => Err(JobError::ShutDown),
+        }
     }
 
     /// Waits at most `timeout`; on [`JobError::Timeout`] the job goes on and can be waited for again.
     pub fn wait_timeout(&self, timeout: Duration) -> Result<Vec<S::Output>, JobError> {
-        match self.rx.recv_timeout(timeout) {
-            Ok(outcome) => outcome,
-            Err(RecvTimeoutError::Timeout) => Err(JobError::Timeout),
-            Err(RecvTimeoutError::Disconnected) => Err(JobError::ShutDown),
+        match self.rx.recv(Some(timeout)) {
+            Recv::Value(outcome) => outcome,
+            Recv::TimedOut => Err(JobError::Timeout),
+            Recv::Closed => Err(JobError::ShutDown),
         }
     }
 
@@ -466,7 +469,7 @@ impl<S: Stages> JobHandle<S> {
         let job = self.inner.queues().jobs.remove(&self.id);
         match job {
             Some(job) => {
-                let _ = job.tx.send(Err(JobError::Cancelled));
+                job.tx.send(Err(JobError::Cancelled));
                 true
             }
             None => false,
@@ -488,6 +491,18 @@ impl<S: Stages> JobHandle<S> {
             }
         }
         Some(s)
+    }
+}
+
+/// Awaiting a handle yields the job's outcome, in any async runtime (tokio included).
+impl<S: Stages> std::future::Future for JobHandle<S> {
+    type Output = Result<Vec<S::Output>, JobError>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        self.rx.poll(cx).map(|v| v.unwrap_or(Err(JobError::ShutDown)))
     }
 }
 
@@ -542,7 +557,7 @@ impl<S: Stages> Scheduler<S> {
         if inputs.is_empty() {
             return Err(SubmitError::Empty(id));
         }
-        let (tx, rx) = mpsc::sync_channel(1);
+        let (tx, rx) = oneshot::channel();
         let mut q = self.inner.queues();
         if q.shutdown {
             return Err(SubmitError::ShutDown);
@@ -606,7 +621,7 @@ impl<S: Stages> Drop for Scheduler<S> {
             let mut q = self.inner.queues();
             q.shutdown = true;
             for (_, job) in q.jobs.drain() {
-                let _ = job.tx.send(Err(JobError::ShutDown));
+                job.tx.send(Err(JobError::ShutDown));
             }
             q.synth.clear();
             q.gpu.clear();

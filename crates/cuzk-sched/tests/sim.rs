@@ -242,3 +242,42 @@ fn report_separates_kernel_time_from_lock_time_and_names_gaps() {
     assert!(!r.synthesis_bound(), "{}", r.render());
     assert!(parse_json_lines("{\"job\": 1}").is_err());
 }
+
+/// A minimal executor: polls `f`, parking the thread until its waker fires.
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}
+
+#[test]
+fn handles_can_be_awaited_and_cancelled_from_async_code() {
+    let s = Scheduler::new(stages(3, 1, 2), config(2, 2));
+    let a = s.submit(JobId(1), Priority::Normal, None, vec![10, 11, 12]).unwrap();
+    let b = s.submit(JobId(2), Priority::Normal, None, vec![0; 30]).unwrap();
+    let out = block_on(async move {
+        let status = a.status();
+        assert!(status.is_none_or(|st| st.partitions == 3));
+        a.await
+    });
+    assert_eq!(out.unwrap().iter().map(|(t, _)| *t).collect::<Vec<_>>(), vec![10, 11, 12]);
+    assert!(b.cancel());
+    assert_eq!(block_on(b), Err(JobError::Cancelled));
+    let c = s.submit(JobId(3), Priority::Normal, None, vec![0; 40]).unwrap();
+    drop(s);
+    assert_eq!(block_on(c), Err(JobError::ShutDown), "shutdown wakes awaiting tasks");
+}
