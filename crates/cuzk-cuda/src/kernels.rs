@@ -55,6 +55,24 @@ impl PowerTable {
     }
 }
 
+/// `(lo, hi, lo_bits, use)`: a power table's kernel arguments.
+type TableArgs<'a> = (&'a CudaSlice<GpuFr>, &'a CudaSlice<GpuFr>, u32, u32);
+
+/// The kernel arguments for an optional power table covering `n` powers: `(lo, hi, lo_bits, use)`,
+/// with a dummy buffer (never read, `use = 0`) when there is no table.
+fn table_args<'a>(
+    gpu: &'a Gpu,
+    op: &'static str,
+    table: Option<&'a PowerTable>,
+    n: usize,
+) -> Result<TableArgs<'a>, CudaError> {
+    match table {
+        Some(t) if t.capacity() < n => Err(CudaError::Length { op, expected: n, got: t.capacity() }),
+        Some(t) => Ok((&t.lo, &t.hi, t.lo_bits, 1)),
+        None => Ok((&gpu.dummy, &gpu.dummy, 0, 0)),
+    }
+}
+
 /// `out[i] = s^i` for `i < out.len()`.
 pub fn fill_powers(
     gpu: &Gpu,
@@ -94,15 +112,7 @@ pub fn bit_reverse(
     let n = 1usize << log_n;
     expect_len("bit_reverse", n, x.len())?;
     count("bit_reverse", n)?;
-    if let Some(t) = scale {
-        if t.capacity() < n {
-            return Err(CudaError::Length { op: "bit_reverse", expected: n, got: t.capacity() });
-        }
-    }
-    let (lo, hi, lo_bits, flag) = match scale {
-        Some(t) => (&t.lo, &t.hi, t.lo_bits, 1u32),
-        None => (&gpu.dummy, &gpu.dummy, 0, 0),
-    };
+    let (lo, hi, lo_bits, flag) = table_args(gpu, "bit_reverse", scale, n)?;
     // SAFETY: matches `ntt_bit_reverse(Fr* x, uint32_t log_n, const Fr* lo, const Fr* hi, uint32_t lo_bits,
     // uint32_t scale)`; x has 2^log_n elements; the tables are read only when scale = 1 and cover n.
     unsafe {
@@ -162,15 +172,7 @@ pub fn scale(
     powers: Option<&PowerTable>,
 ) -> Result<(), CudaError> {
     let n = count("scale", x.len())?;
-    if let Some(t) = powers {
-        if t.capacity() < x.len() {
-            return Err(CudaError::Length { op: "scale", expected: x.len(), got: t.capacity() });
-        }
-    }
-    let (lo, hi, lo_bits, flag) = match powers {
-        Some(t) => (&t.lo, &t.hi, t.lo_bits, 1u32),
-        None => (&gpu.dummy, &gpu.dummy, 0, 0),
-    };
+    let (lo, hi, lo_bits, flag) = table_args(gpu, "scale", powers, x.len())?;
     // SAFETY: matches `ntt_scale(Fr* x, uint32_t n, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits,
     // uint32_t powers)`; tables read only when powers = 1 and cover n.
     unsafe {

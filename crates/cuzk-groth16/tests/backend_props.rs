@@ -16,8 +16,7 @@ use cuzk_groth16::{Backend, BackendError, Bases, CpuBackend, CpuPoly, MsmScalars
 use cuzk_testkit::seeded_rng;
 use proptest::collection::vec;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
-use rand::RngCore;
+use proptest::test_runner::Config;
 
 const ALL_KINDS: [NttKind; 4] =
     [NttKind::Forward, NttKind::Inverse, NttKind::CosetForward, NttKind::CosetInverse];
@@ -26,16 +25,8 @@ const ALL_KINDS: [NttKind; 4] =
 /// a dev build while still covering every radix-2 stage count from 0 to 10.
 const MAX_LOG_N: u32 = 10;
 
-/// Proptest configuration: `cases` cases, the RNG seeded (and the seed printed) by
-/// `cuzk_testkit::seeded_rng(test)`, no regression files, and a bounded shrink (cases are expensive).
 fn config(test: &str, cases: u32) -> Config {
-    Config {
-        cases,
-        rng_seed: RngSeed::Fixed(seeded_rng(test).next_u64()),
-        failure_persistence: None,
-        max_shrink_iters: 512,
-        ..Config::default()
-    }
+    cuzk_testkit::proptest_config(test, cases)
 }
 
 // ---------------------------------------------------------------------------------------------------

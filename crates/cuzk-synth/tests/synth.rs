@@ -17,8 +17,8 @@ use cuzk_testkit::{
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
-use rand::{Rng, RngCore};
+use proptest::test_runner::Config;
+use rand::Rng;
 
 /// What arkworks itself says about a circuit.
 struct Reference {
@@ -240,16 +240,8 @@ fn merkle_path_matches_arkworks() {
     assert_eq!(syn.public_inputs(), &[c.root()]);
 }
 
-/// Proptest configuration: `cases` cases, the RNG seeded (and the seed printed) by
-/// `cuzk_testkit::seeded_rng(test)`, no regression files.
 fn config(test: &str, cases: u32) -> Config {
-    Config {
-        cases,
-        rng_seed: RngSeed::Fixed(seeded_rng(test).next_u64()),
-        failure_persistence: None,
-        max_shrink_iters: 512,
-        ..Config::default()
-    }
+    cuzk_testkit::proptest_config(test, cases)
 }
 
 /// Synthetic circuits of every small shape: up to 300 constraints (rows cross 2^6..2^8 boundaries) and

@@ -22,6 +22,18 @@ pub fn seeded_rng(test: &str) -> StdRng {
     StdRng::seed_from_u64(seed)
 }
 
+/// A proptest configuration for `cases` cases whose RNG is seeded (and the seed printed) by
+/// [`seeded_rng`], with no regression files and a bounded shrink (cases can be expensive).
+pub fn proptest_config(test: &str, cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(seeded_rng(test).next_u64()),
+        failure_persistence: None,
+        max_shrink_iters: 512,
+        ..proptest::test_runner::Config::default()
+    }
+}
+
 /// Generates an ark-groth16 proving key for `circuit`.
 pub fn keygen<C: ConstraintSynthesizer<Fr>>(circuit: C, rng: &mut StdRng) -> ProvingKey<Bls12_381> {
     Groth16::<Bls12_381>::generate_random_parameters_with_reduction(circuit, rng).expect("key generation")
