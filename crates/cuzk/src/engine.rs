@@ -22,14 +22,14 @@ enum Backends {
     Cpu(CpuBackend),
 }
 
-enum KeyInner {
+pub(crate) enum KeyInner {
     Cpu(PreparedKey<CpuBackend>),
 }
 
 /// A proving key resident in an engine's backend. Cheap to clone; shared by every proof that uses it.
 #[derive(Clone)]
 pub struct Key {
-    inner: Arc<KeyInner>,
+    pub(crate) inner: Arc<KeyInner>,
 }
 
 impl std::fmt::Debug for Key {
@@ -265,6 +265,36 @@ impl Engine {
             .enumerate()
             .map(|(index, r)| r.map_err(|e| Error::Partition { index, count, source: Box::new(e) }))
             .collect()
+    }
+
+    /// Proves the partitions through the scheduler: `sched.partition_workers` CPU workers synthesize
+    /// while the backend proves partitions already synthesized (one at a time, with all cores), and
+    /// every step lands on the returned timeline. Blinding scalars are given per partition. The proofs
+    /// equal [`Engine::prove_partitions_report`]'s.
+    pub fn prove_pipelined<C>(
+        &self,
+        key: &Key,
+        circuits: Vec<C>,
+        randomness: Vec<(Fr, Fr)>,
+        sched: cuzk_sched::Config,
+    ) -> Result<crate::PipelineRun, Error>
+    where
+        C: ConstraintSynthesizer<Fr> + Send + 'static,
+    {
+        if randomness.len() != circuits.len() {
+            return Err(Error::RandomnessCount { partitions: circuits.len(), pairs: randomness.len() });
+        }
+        let stages = crate::pipeline::CpuStages::<C> {
+            key: key.clone(),
+            synthesis: self.synthesis_options(),
+            prove: self.prove_options(),
+            circuit: std::marker::PhantomData,
+        };
+        let scheduler = cuzk_sched::Scheduler::new(stages, sched);
+        let inputs = circuits.into_iter().zip(randomness).map(|(c, (r, s))| (c, r, s)).collect();
+        let proofs =
+            scheduler.submit(cuzk_sched::JobId(0), cuzk_sched::Priority::Normal, None, inputs)?.wait()?;
+        Ok(crate::PipelineRun { proofs, timeline: scheduler.timeline().clone() })
     }
 
     /// Verifies a proof against the key's verifying key.

@@ -21,6 +21,12 @@ pub enum Error {
     /// Proving failed: a key that does not fit, a backend failure, or a failed self-check.
     #[error(transparent)]
     Prove(#[from] ProveError),
+    /// A pipelined job failed: the partition and stage are named.
+    #[error("pipeline: {0}")]
+    Pipeline(#[from] cuzk_sched::JobError),
+    /// The scheduler refused a job.
+    #[error("pipeline: {0}")]
+    Submit(#[from] cuzk_sched::SubmitError),
     /// A batch was given a different number of `(r, s)` pairs than partitions.
     #[error("{pairs} (r, s) pairs given for {partitions} partitions")]
     RandomnessCount {

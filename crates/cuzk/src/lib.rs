@@ -4,10 +4,15 @@
 mod config;
 mod engine;
 mod error;
+mod pipeline;
 
 pub use config::{BackendKind, Config};
 pub use engine::{Engine, Key, ProofReport};
 pub use error::Error;
+pub use pipeline::PipelineRun;
+
+/// The scheduler's configuration and timeline, for [`Engine::prove_pipelined`].
+pub use cuzk_sched as sched;
 
 pub use ark_bls12_381::{Bls12_381, Fr};
 pub use ark_groth16::{Proof, ProvingKey, VerifyingKey};

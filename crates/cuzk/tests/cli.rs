@@ -79,3 +79,33 @@ fn timeline_summarises_a_scheduler_timeline_and_refuses_bad_files() {
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("line 1"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn pipelined_bench_writes_a_timeline_and_matches_ark_groth16() {
+    let file = std::env::temp_dir().join(format!("cuzk-cli-pipeline-{}.jsonl", std::process::id()));
+    let f = file.to_str().unwrap();
+    let v = json(&cuzk(&[
+        "bench",
+        "-k",
+        "7",
+        "-p",
+        "3",
+        "--repeat",
+        "1",
+        "--json",
+        "--pipeline",
+        "--partition-workers",
+        "2",
+        "--timeline",
+        f,
+    ]));
+    assert_eq!(v["identical_to_arkworks"], true);
+    assert!(v["kernel_utilization"].as_f64().is_some_and(|u| u > 0.0 && u <= 1.0));
+    assert!(v["stages"]["msm_phase"].as_f64().is_some_and(|s| s > 0.0));
+    let report = cuzk(&["timeline", f]);
+    assert!(
+        report.status.success() && String::from_utf8_lossy(&report.stdout).contains("kernel utilisation")
+    );
+    assert!(!cuzk(&["bench", "--timeline", f]).status.success(), "--timeline needs --pipeline");
+    let _ = std::fs::remove_file(&file);
+}

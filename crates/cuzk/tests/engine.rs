@@ -162,3 +162,35 @@ fn synthesis_errors_are_wrapped_and_partitions_named() {
     let err = e.prove_partitions_report(&key, vec![inner], vec![]).unwrap_err();
     assert!(matches!(err, Error::RandomnessCount { partitions: 1, pairs: 0 }), "{err}");
 }
+
+#[test]
+fn pipelined_proofs_equal_ark_groth16_and_synthesis_overlaps_proving() {
+    let mut rng = seeded_rng("pipelined");
+    let circuits: Vec<Synthetic> = (0..4)
+        .map(|i| Synthetic { constraints: 2000, public_inputs: 2, seed: i, zero_witness: false })
+        .collect();
+    let pk = keygen(circuits[0], &mut rng);
+    let e = engine();
+    let key = e.load_key(pk.clone()).unwrap();
+    let randomness: Vec<(Fr, Fr)> = (0..4).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
+    let sched = cuzk::sched::Config { partition_workers: 2, gpu_workers_per_device: 2, ..Default::default() };
+    let run = e.prove_pipelined(&key, circuits.clone(), randomness.clone(), sched).unwrap();
+    for ((c, (r, s)), proof) in circuits.iter().zip(&randomness).zip(&run.proofs) {
+        assert_eq!(*proof, Groth16::<Bls12_381>::create_proof_with_reduction(*c, &pk, *r, *s).unwrap());
+    }
+    let spans = run.timeline.spans();
+    let synth: Vec<_> = spans.iter().filter(|s| s.kind == "synthesis").collect();
+    let kernels: Vec<_> = spans.iter().filter(|s| s.kind == "kernel_lock").collect();
+    assert_eq!((synth.len(), kernels.len()), (4, 4));
+    let overlapped =
+        synth.iter().any(|s| kernels.iter().any(|k| k.partition != s.partition && k.overlaps(s)));
+    assert!(overlapped, "synthesis of one partition overlaps proving of another");
+    for phase in ["kernel:witness_map", "kernel:msms", "kernel:assembly"] {
+        assert!(spans.iter().any(|s| s.kind == phase), "prover phase {phase} is on the kernel lane");
+    }
+
+    let bad = vec![Unsatisfied { inner: circuits[0], bad: 5 }];
+    let err =
+        e.prove_pipelined(&key, bad, vec![(Fr::from(1u64), Fr::from(2u64))], Default::default()).unwrap_err();
+    assert!(err.to_string().contains("partition 0 failed in synthesis"), "{err}");
+}

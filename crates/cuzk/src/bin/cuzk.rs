@@ -81,6 +81,15 @@ struct Workload {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Prove through the scheduler: partition workers synthesize while the backend proves.
+    #[arg(long)]
+    pipeline: bool,
+    /// Synthesis workers with --pipeline (default: the number of cores).
+    #[arg(long)]
+    partition_workers: Option<usize>,
+    /// With --pipeline, write the last run's timeline here as JSON lines (see `cuzk timeline`).
+    #[arg(long, requires = "pipeline")]
+    timeline: Option<std::path::PathBuf>,
 }
 
 #[derive(Serialize, Default, Clone, Copy)]
@@ -92,6 +101,8 @@ struct Stages {
     msm_b_g2: f64,
     msm_l: f64,
     msm_h: f64,
+    /// Wall time of the MSM phase (the five MSMs may run concurrently).
+    msm_phase: f64,
     assemble: f64,
     verify: f64,
     total: f64,
@@ -108,25 +119,60 @@ impl Stages {
             msm_b_g2: s.msm_b_g2.as_secs_f64(),
             msm_l: s.msm_l.as_secs_f64(),
             msm_h: s.msm_h.as_secs_f64(),
+            msm_phase: s.total.saturating_sub(s.witness_map + s.assemble + s.verify).as_secs_f64(),
             assemble: s.assemble.as_secs_f64(),
             verify: s.verify.as_secs_f64(),
             total: r.total.as_secs_f64(),
         }
     }
 
-    fn rows(&self) -> [(&'static str, f64); 10] {
-        [
-            ("synthesis", self.synthesis),
-            ("witness map (7 NTTs)", self.witness_map),
+    /// Partition 0's stages as the pipeline's timeline recorded them.
+    fn from_timeline(spans: &[cuzk::sched::Span]) -> Self {
+        let secs = |kind: &str| {
+            spans
+                .iter()
+                .filter(|s| s.partition == 0 && s.kind == kind)
+                .map(|s| s.duration_us() / 1e6)
+                .sum::<f64>()
+        };
+        let first =
+            spans.iter().filter(|s| s.partition == 0).map(|s| s.start_us).fold(f64::INFINITY, f64::min);
+        let last = spans.iter().filter(|s| s.partition == 0).map(|s| s.end_us).fold(0.0, f64::max);
+        Self {
+            synthesis: secs("synthesis"),
+            witness_map: secs("kernel:witness_map"),
+            msm_a: 0.0,
+            msm_b_g1: 0.0,
+            msm_b_g2: 0.0,
+            msm_l: 0.0,
+            msm_h: 0.0,
+            msm_phase: secs("kernel:msms"),
+            assemble: secs("kernel:assembly"),
+            verify: 0.0,
+            total: if first.is_finite() { (last - first) / 1e6 } else { 0.0 },
+        }
+    }
+
+    /// Table rows; the per-MSM rows only when they were measured (not in a pipelined run).
+    fn rows(&self) -> Vec<(&'static str, f64)> {
+        let per_msm = [
             ("MSM A (G1)", self.msm_a),
             ("MSM B (G1)", self.msm_b_g1),
             ("MSM B (G2)", self.msm_b_g2),
             ("MSM L (G1)", self.msm_l),
             ("MSM H (G1)", self.msm_h),
+        ];
+        let mut rows = vec![("synthesis", self.synthesis), ("witness map (7 NTTs)", self.witness_map)];
+        if per_msm.iter().any(|(_, s)| *s > 0.0) {
+            rows.extend(per_msm);
+        }
+        rows.extend([
+            ("all MSMs (wall)", self.msm_phase),
             ("assembly", self.assemble),
             ("self-check", self.verify),
             ("total", self.total),
-        ]
+        ]);
+        rows
     }
 }
 
@@ -145,6 +191,8 @@ struct Output {
     proofs_verified: usize,
     /// Stage times of partition 0 (median run for `bench`).
     stages: Stages,
+    /// With --pipeline: device-measured kernel utilisation of the last run (CPU: prover-stage time).
+    kernel_utilization: Option<f64>,
     arkworks_seconds: Option<f64>,
     speedup_vs_arkworks: Option<f64>,
     identical_to_arkworks: Option<bool>,
@@ -218,7 +266,8 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
         (0..w.partitions).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
 
     let runs = repeat.unwrap_or(1).max(1);
-    let (mut walls, mut ark_walls, mut all_reports) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut walls, mut ark_walls, mut all_runs) = (Vec::new(), Vec::new(), Vec::new());
+    let mut last_timeline = None;
     let mut identical = None;
     for _ in 0..runs {
         if baseline {
@@ -237,31 +286,56 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
             ark_walls.push(t.elapsed().as_secs_f64());
             identical = Some(ark);
         }
-        let progress = Progress::new(engine.backend_name(), circuits(w).len(), w.json);
         let t = Instant::now();
-        let reports = engine
-            .prove_partitions_observed(&key, circuits(w), randomness.clone(), &|_, _| progress.tick())?;
-        walls.push(t.elapsed().as_secs_f64());
-        all_reports.push(reports);
+        if w.pipeline {
+            let sched = cuzk::sched::Config {
+                partition_workers: w
+                    .partition_workers
+                    .unwrap_or_else(|| cuzk::sched::Config::default().partition_workers),
+                ..cuzk::sched::Config::default()
+            };
+            let run = engine.prove_pipelined(&key, circuits(w), randomness.clone(), sched)?;
+            walls.push(t.elapsed().as_secs_f64());
+            let spans = run.timeline.spans();
+            all_runs.push((run.proofs, Stages::from_timeline(&spans)));
+            last_timeline = Some(run.timeline);
+        } else {
+            let progress = Progress::new(engine.backend_name(), circuits(w).len(), w.json);
+            let reports =
+                engine.prove_partitions_observed(&key, circuits(w), randomness.clone(), &|_, _| {
+                    progress.tick()
+                })?;
+            walls.push(t.elapsed().as_secs_f64());
+            let stages = Stages::of(&reports[0]);
+            all_runs.push((reports.into_iter().map(|r| r.proof).collect::<Vec<_>>(), stages));
+        }
     }
     let wall = median(walls.clone());
     let median_run = walls.iter().position(|x| *x == wall).unwrap_or(0);
-    let reports = &all_reports[median_run];
-    let same = identical.map(|ark| ark.iter().zip(reports).all(|(a, r)| *a == r.proof));
+    let (proofs, stages) = &all_runs[median_run];
+    let same = identical.map(|ark| ark.iter().zip(proofs).all(|(a, p)| a == p));
     let arkworks_seconds = baseline.then(|| median(ark_walls));
-    let partitions = reports.len();
+    let partitions = proofs.len();
+    let kernel_utilization = last_timeline
+        .as_ref()
+        .map(|t| cuzk::sched::report::TimelineReport::from_spans(&t.spans()).kernel_utilization);
+    if let (Some(path), Some(t)) = (&w.timeline, &last_timeline) {
+        std::fs::write(path, t.to_json_lines())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
     Ok(Output {
         command: if repeat.is_some() { "bench" } else { "prove" },
         backend: engine.backend_name(),
         backend_note: engine.backend_note().map(str::to_owned),
         log_constraints: w.log_constraints,
-        constraints: reports[0].counts.constraints,
+        constraints: shape.constraints,
         partitions,
         keygen_seconds,
         seconds: wall,
         seconds_per_partition: wall / partitions as f64,
         proofs_verified: if engine.config().verify_proofs { partitions } else { 0 },
-        stages: Stages::of(&reports[0]),
+        stages: *stages,
+        kernel_utilization,
         arkworks_seconds,
         speedup_vs_arkworks: arkworks_seconds.map(|a| a / wall),
         identical_to_arkworks: same,
@@ -283,6 +357,9 @@ fn print_table(o: &Output) {
         o.seconds, o.seconds_per_partition
     );
     println!("  proofs verified           {:>10} / {}", o.proofs_verified, o.partitions);
+    if let Some(u) = o.kernel_utilization {
+        println!("  prover-stage utilisation  {:>9.1}% (pipelined; `cuzk timeline` for gaps)", 100.0 * u);
+    }
     if let (Some(a), Some(x)) = (o.arkworks_seconds, o.speedup_vs_arkworks) {
         println!("  ark-groth16 (wall)        {a:>10.3} s");
         println!("  speedup vs ark-groth16    {x:>10.2}x");
