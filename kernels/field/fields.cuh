@@ -1,5 +1,6 @@
 // cuzk kernels: the BLS12-381 fields Fr, Fq and Fq2 = Fq[u]/(u^2 + 1).
 #pragma once
+#include "field/ptx.cuh"
 #include "field/constants.cuh"
 #include "field/mont.cuh"
 

@@ -1,19 +1,20 @@
-// cuzk kernels: Montgomery arithmetic on 32-bit limbs with PTX carry chains.
-//
-// Every asm statement is volatile: the carry flag is invisible to the compiler, so it must neither
-// reorder carry-chain instructions nor drop one whose register result is unused (its carry is used).
+// cuzk kernels: Montgomery arithmetic on 32-bit limbs with PTX carry chains (field/ptx.cuh).
 //
 // A field element is N little-endian 32-bit limbs holding x * 2^(32N) mod p (the same bytes as
 // arkworks' 64-bit Montgomery limbs). Every operation takes and returns fully reduced values.
 #pragma once
 #include <stdint.h>
 
+#include "field/ptx.cuh"
+
 namespace cuzk {
 
 // Field parameters: P provides N, INV (-p^-1 mod 2^32) and limb accessors mod(i), one(i) (R mod p),
 // r2(i) (R^2 mod p) and mod_minus_2(i).
 template <class P>
-struct Fp {
+struct alignas(16) Fp {
+    static_assert(P::N % 4 == 0, "16-byte aligned elements need a multiple of 4 limbs");
+    using Params = P;
     static constexpr int N = P::N;
     uint32_t v[N];
 
@@ -45,10 +46,10 @@ struct Fp {
     // r = a - p if a >= p (a < 2p), with an N-limb a plus a carry limb `hi`.
     __device__ __forceinline__ static void reduce_once(uint32_t (&a)[N], uint32_t hi) {
         uint32_t t[N], borrow;
-        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(a[0]), "r"(P::mod(0)));
+        ptx::sub_cc(t[0], a[0], P::mod(0));
 #pragma unroll
-        for (int i = 1; i < N; i++) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(t[i]) : "r"(a[i]), "r"(P::mod(i)));
-        asm volatile("subc.u32 %0, %1, 0;" : "=r"(borrow) : "r"(hi));
+        for (int i = 1; i < N; i++) ptx::subc_cc(t[i], a[i], P::mod(i));
+        ptx::subc(borrow, hi, 0);
         // borrow is 0xffffffff when a < p: keep a.
 #pragma unroll
         for (int i = 0; i < N; i++) a[i] = borrow ? a[i] : t[i];
@@ -57,10 +58,10 @@ struct Fp {
     __device__ __forceinline__ Fp operator+(const Fp& b) const {
         Fp r;
         uint32_t hi;
-        asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(v[0]), "r"(b.v[0]));
+        ptx::add_cc(r.v[0], v[0], b.v[0]);
 #pragma unroll
-        for (int i = 1; i < N; i++) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(v[i]), "r"(b.v[i]));
-        asm volatile("addc.u32 %0, 0, 0;" : "=r"(hi));
+        for (int i = 1; i < N; i++) ptx::addc_cc(r.v[i], v[i], b.v[i]);
+        ptx::addc(hi, 0, 0);
         reduce_once(r.v, hi);
         return r;
     }
@@ -68,17 +69,14 @@ struct Fp {
     __device__ __forceinline__ Fp operator-(const Fp& b) const {
         Fp r;
         uint32_t borrow;
-        asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(v[0]), "r"(b.v[0]));
+        ptx::sub_cc(r.v[0], v[0], b.v[0]);
 #pragma unroll
-        for (int i = 1; i < N; i++) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(v[i]), "r"(b.v[i]));
-        asm volatile("subc.u32 %0, 0, 0;" : "=r"(borrow));
+        for (int i = 1; i < N; i++) ptx::subc_cc(r.v[i], v[i], b.v[i]);
+        ptx::subc(borrow, 0, 0);
         // On borrow add p back (mask the modulus with the borrow word).
-        uint32_t m[N];
+        ptx::add_cc(r.v[0], r.v[0], P::mod(0) & borrow);
 #pragma unroll
-        for (int i = 0; i < N; i++) m[i] = P::mod(i) & borrow;
-        asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(r.v[0]) : "r"(m[0]));
-#pragma unroll
-        for (int i = 1; i < N; i++) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(r.v[i]) : "r"(m[i]));
+        for (int i = 1; i < N; i++) ptx::addc_cc(r.v[i], r.v[i], P::mod(i) & borrow);
         return r;
     }
 
@@ -86,48 +84,104 @@ struct Fp {
 
     __device__ __forceinline__ Fp dbl() const { return *this + *this; }
 
-    // CIOS Montgomery multiplication: for each limb b[i], t += a*b[i], then t += m*p and shift one limb.
-    // t stays below 2p < 2^(32N) for the BLS12-381 moduli (both leave spare top bits), so N+1 limbs hold it.
+    // Montgomery multiplication, CIOS with split accumulators.
+    //
+    // The running value t lives in two arrays: e[k] has weight 2^(32k) and o[k] weight 2^(32(k+1)).
+    // The products a[j]*x of even j put their low and high words at weights j and j+1, those of odd j
+    // at j and j+1 as well, so each family fills one array in a single carry chain that alternates
+    // mad.lo and mad.hi, with no separate pass for the high words. After each row t gains m*p (which
+    // clears limb 0) and is divided by 2^32: the old o becomes the new e and the old e, moved down
+    // two limbs, becomes the new o, its stray limb e[1] folded into the next chain.
+    //
+    // Bounds: with a, b < p and p < 2^(32N - 1), t < 2p between rows and below 2^(32(N+1)) inside
+    // one, so o (weights 1..N) never carries out of its top limb and the result needs one final
+    // conditional subtraction.
     __device__ __forceinline__ Fp operator*(const Fp& b) const {
-        uint32_t t[N + 2];
+        static_assert(N % 2 == 0, "split accumulators need an even limb count");
+        uint32_t e[N], o[N];
+        // Row 0: plain products.
 #pragma unroll
-        for (int i = 0; i < N + 2; i++) t[i] = 0;
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            const uint32_t bi = b.v[i];
-            // t += lo(a * bi)
-            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(v[0]), "r"(bi));
-#pragma unroll
-            for (int j = 1; j < N; j++) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(v[j]), "r"(bi));
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N]));
-            // t += hi(a * bi) << 32
-            asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(v[0]), "r"(bi));
-#pragma unroll
-            for (int j = 1; j < N; j++) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(v[j]), "r"(bi));
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-            // t += m * p, which zeroes t[0]
-            const uint32_t m = t[0] * P::INV;
-            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(m), "r"(P::mod(0)));
-#pragma unroll
-            for (int j = 1; j < N; j++) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(m), "r"(P::mod(j)));
-            asm volatile("addc.cc.u32 %0, %0, 0;" : "+r"(t[N]));
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-            asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(m), "r"(P::mod(0)));
-#pragma unroll
-            for (int j = 1; j < N; j++) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(m), "r"(P::mod(j)));
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(t[N + 1]));
-            // shift down one limb
-#pragma unroll
-            for (int j = 0; j < N + 1; j++) t[j] = t[j + 1];
-            t[N + 1] = 0;
+        for (int j = 0; j < N; j += 2) {
+            e[j] = ptx::mul_lo(v[j], b.v[0]);
+            e[j + 1] = ptx::mul_hi(v[j], b.v[0]);
+            o[j] = ptx::mul_lo(v[j + 1], b.v[0]);
+            o[j + 1] = ptx::mul_hi(v[j + 1], b.v[0]);
         }
-        Fp r;
+        reduce_row(e, o);
 #pragma unroll
-        for (int i = 0; i < N; i++) r.v[i] = t[i];
-        reduce_once(r.v, t[N]);
+        for (int i = 1; i < N; i++) {
+            const uint32_t x = b.v[i];
+            uint32_t ne[N], no[N];
+            // Divide by 2^32: the new e is the old o plus the stray limb e[1] ...
+#pragma unroll
+            for (int k = 0; k < N; k++) ne[k] = o[k];
+            ptx::add_cc(ne[0], ne[0], e[1]);
+            // ... whose carry (weight 1) starts the odd chain, which adds the odd products to the
+            // old e moved down two limbs.
+#pragma unroll
+            for (int j = 1; j < N; j += 2) {
+                ptx::madc_lo_cc(no[j - 1], v[j], x, j + 1 < N ? e[j + 1] : 0);
+                if (j + 2 < N)
+                    ptx::madc_hi_cc(no[j], v[j], x, e[j + 2]);
+                else
+                    ptx::madc_hi(no[j], v[j], x, 0);
+            }
+            // The even products, their final carry at weight N into o's top limb.
+            mad_even(ne, x, v);
+            ptx::addc(no[N - 1], no[N - 1], 0);
+#pragma unroll
+            for (int k = 0; k < N; k++) {
+                e[k] = ne[k];
+                o[k] = no[k];
+            }
+            reduce_row(e, o);
+        }
+        // Last division by 2^32 and merge: r = o + e[1..].
+        Fp r;
+        ptx::add_cc(r.v[0], o[0], e[1]);
+#pragma unroll
+        for (int k = 1; k < N - 1; k++) ptx::addc_cc(r.v[k], o[k], e[k + 1]);
+        ptx::addc(r.v[N - 1], o[N - 1], 0);
+        reduce_once(r.v, 0);
         return r;
     }
 
+   private:
+    // acc[0..N) += y * x[even limbs], low/high words alternating in one chain; the carry stays set.
+    __device__ __forceinline__ static void mad_even(uint32_t (&acc)[N], uint32_t y, const uint32_t (&x)[N]) {
+        ptx::mad_lo_cc(acc[0], x[0], y, acc[0]);
+        ptx::madc_hi_cc(acc[1], x[0], y, acc[1]);
+#pragma unroll
+        for (int j = 2; j < N; j += 2) {
+            ptx::madc_lo_cc(acc[j], x[j], y, acc[j]);
+            ptx::madc_hi_cc(acc[j + 1], x[j], y, acc[j + 1]);
+        }
+    }
+
+    // t += m*p with m = e[0] * (-1/p) mod 2^32, which clears e[0].
+    __device__ __forceinline__ static void reduce_row(uint32_t (&e)[N], uint32_t (&o)[N]) {
+        const uint32_t m = e[0] * P::INV;
+        ptx::mad_lo_cc(o[0], m, P::mod(1), o[0]);
+        ptx::madc_hi_cc(o[1], m, P::mod(1), o[1]);
+#pragma unroll
+        for (int j = 3; j < N; j += 2) {
+            ptx::madc_lo_cc(o[j - 1], m, P::mod(j), o[j - 1]);
+            if (j + 2 < N)
+                ptx::madc_hi_cc(o[j], m, P::mod(j), o[j]);
+            else
+                ptx::madc_hi(o[j], m, P::mod(j), o[j]);
+        }
+        ptx::mad_lo_cc(e[0], m, P::mod(0), e[0]);
+        ptx::madc_hi_cc(e[1], m, P::mod(0), e[1]);
+#pragma unroll
+        for (int j = 2; j < N; j += 2) {
+            ptx::madc_lo_cc(e[j], m, P::mod(j), e[j]);
+            ptx::madc_hi_cc(e[j + 1], m, P::mod(j), e[j + 1]);
+        }
+        ptx::addc(o[N - 1], o[N - 1], 0);
+    }
+
+   public:
     __device__ __forceinline__ Fp sqr() const { return *this * *this; }
 
     // x^e for a little-endian exponent of N limbs.

@@ -1,9 +1,10 @@
 // cuzk kernels: radix-2 NTTs over Fr in ark-poly's conventions (natural order in and out), the power
 // tables they use, and the elementwise quotient step of the Groth16 witness map.
 //
-// A forward NTT is an in-place bit reversal (optionally scaling x[i] by g^i first, for a coset) followed
-// by log2(n) decimation-in-time stages, run as a few passes of k stages each in shared memory. The
-// inverse uses the inverse twiddles and a final scaling by 1/n (times g^-i for a coset).
+// The transforms are built from passes of radix-2 stages in shared memory, decimation in time (bit-
+// reversed in, natural out) or in frequency (natural in, bit-reversed out), a bit-reversal permutation
+// that can scale by powers on the way, and elementwise scaling; crates/cuzk-cuda/src/ntt.rs composes
+// them, and the witness map chains them so that only its last step permutes.
 #include "field/fields.cuh"
 
 using namespace cuzk;
@@ -24,60 +25,138 @@ extern "C" __global__ void ntt_fill_powers(Fr* out, const Fr* lo, const Fr* hi, 
     if (i < n) out[i] = power(lo, hi, lo_bits, i);
 }
 
-// In-place bit-reversal permutation of x (2^log_n elements). With `scale` set, x[i] is first
-// multiplied by s^i (s given by its two-level power table).
-extern "C" __global__ void ntt_bit_reverse(Fr* x, uint32_t log_n, const Fr* lo, const Fr* hi, uint32_t lo_bits,
-                                           uint32_t scale) {
+// In-place bit-reversal permutation of x (2^log_n elements), optionally scaled by c (times s^i when
+// `powers` is set, s given by its two-level power table): with `scale` 1 each element is scaled by its
+// index before the move, with `scale` 2 by its index after it.
+__device__ __forceinline__ Fr factor(Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t powers, uint32_t i) {
+    return powers ? c * power(lo, hi, lo_bits, i) : c;
+}
+
+extern "C" __global__ void ntt_bit_reverse(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits,
+                                           uint32_t powers, uint32_t scale) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (1u << log_n)) return;
     const uint32_t j = bit_reverse(i, log_n);
     if (j < i) return;
-    Fr xi = x[i], xj = x[j];
-    if (scale) {
-        xi = xi * power(lo, hi, lo_bits, i);
-        if (j != i) xj = xj * power(lo, hi, lo_bits, j);
+    const Fr xi = x[i], xj = x[j];
+    if (scale == 0) {
+        x[i] = xj;
+        x[j] = xi;
+        return;
     }
-    x[i] = xj;
-    x[j] = xi;
+    // x[i] receives xj and x[j] receives xi, each scaled by its source or its destination index.
+    const bool by_source = scale == 1;
+    x[i] = xj * factor(c, lo, hi, lo_bits, powers, by_source ? j : i);
+    if (j != i) x[j] = xi * factor(c, lo, hi, lo_bits, powers, by_source ? i : j);
 }
 
-// Stages s0 .. s0+k-1 of a decimation-in-time NTT on bit-reversed input. Stage s merges blocks of
-// 2^s; its twiddle for position p < 2^s is w_(2^(s+1))^p = tw[p << (log_n - 1 - s)], tw[i] = w_n^i.
-// Block b owns the 2^k elements base + j * 2^s0 (j < 2^k), which stay together for these k stages;
-// it loads them into shared memory, runs the stages there and writes them back.
-extern "C" __global__ void ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k) {
-    extern __shared__ Fr sh[];
-    const uint32_t b = blockIdx.x;
-    const uint32_t low = b & ((1u << s0) - 1);
-    const uint32_t high = b >> s0;
-    const size_t base = ((size_t)high << (s0 + k)) + low;
-    const uint32_t size = 1u << k;
-    for (uint32_t j = threadIdx.x; j < size; j += blockDim.x) sh[j] = x[base + ((size_t)j << s0)];
+// The bit-reversal permutation (with the same optional scaling as ntt_bit_reverse) for log_n >= 8, by
+// tiles: write i = (a, m, b) with a and b of 4 bits, so that rev(i) = (rev(b), rev(m), rev(a)). Block m
+// (m <= rev(m)) loads the 16 x 16 elements of middle index m and those of rev(m), runs of 16 consecutive
+// elements, and writes each tile transposed into the other's place, again in runs of 16.
+constexpr uint32_t TILE = 16, TILE_LOG = 4, TILE_PAD = TILE + 1;
+
+extern "C" __global__ void ntt_bit_reverse_tiled(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
+                                                 uint32_t lo_bits, uint32_t powers, uint32_t scale) {
+    __shared__ Fr tile[2][TILE * TILE_PAD];
+    const uint32_t mid_bits = log_n - 2 * TILE_LOG;
+    const uint32_t m = blockIdx.x, mr = bit_reverse(m, mid_bits);
+    if (mr < m) return;
+    const uint32_t a_shift = log_n - TILE_LOG;
+    const uint32_t mids[2] = {m, mr};
+    for (uint32_t idx = threadIdx.x; idx < TILE * TILE; idx += blockDim.x) {
+        const uint32_t a = idx >> TILE_LOG, b = idx & (TILE - 1);
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+            const uint32_t i = (a << a_shift) | (mids[q] << TILE_LOG) | b;
+            Fr v = x[i];
+            if (scale == 1) v = v * factor(c, lo, hi, lo_bits, powers, i);
+            tile[q][a * TILE_PAD + b] = v;
+        }
+    }
     __syncthreads();
-    for (uint32_t t = 0; t < k; t++) {
-        const uint32_t s = s0 + t;
-        for (uint32_t p = threadIdx.x; p < size / 2; p += blockDim.x) {
+    for (uint32_t idx = threadIdx.x; idx < TILE * TILE; idx += blockDim.x) {
+        // Destination (a2, mids[1 - q], b2) receives source (rev(b2), mids[q], rev(a2)).
+        const uint32_t a2 = idx >> TILE_LOG, b2 = idx & (TILE - 1);
+        const uint32_t src = bit_reverse(b2, TILE_LOG) * TILE_PAD + bit_reverse(a2, TILE_LOG);
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+            if (q == 1 && mr == m) break;
+            const uint32_t i = (a2 << a_shift) | (mids[1 - q] << TILE_LOG) | b2;
+            Fr v = tile[q][src];
+            if (scale == 2) v = v * factor(c, lo, hi, lo_bits, powers, i);
+            x[i] = v;
+        }
+    }
+}
+
+// Stages s0 .. s0+k-1 of a radix-2 NTT of 2^log_n elements, in shared memory.
+//
+// Stage s pairs elements 2^s apart; the twiddle of a pair at position p < 2^s within its group of
+// 2^(s+1) is w_(2^(s+1))^p = tw[p << (log_n - 1 - s)], tw[i] = w_n^i. With `dif` 0 the stages run
+// upwards as decimation in time (bit-reversed in, natural out: u + v*w, u - v*w); with `dif` 1 they
+// run downwards as decimation in frequency (natural in, bit-reversed out: u + v, (u - v)*w).
+//
+// The elements low + j * 2^s0 + h * 2^(s0+k) (j < 2^k) form a column that stays together for these k
+// stages. Block b takes 2^c adjacent columns (low0 .. low0 + 2^c - 1, c <= s0), so that its loads and
+// stores run over 2^c consecutive elements. It brings them and the 2^k - 1 twiddles per column its
+// stages use into shared memory (element j of column q at j * 2^c + q; stage t's twiddles at
+// (2^t - 1 + p) * 2^c + q), runs the stages there and writes the elements back.
+extern "C" __global__ void ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c,
+                                   uint32_t dif) {
+    extern __shared__ Fr sh[];
+    const uint32_t cols = 1u << c;
+    const uint32_t size = 1u << (k + c);
+    Fr* data = sh;
+    Fr* tws = sh + size;
+    const uint32_t groups = 1u << (s0 - c);  // column groups per 2^(s0+k) block of rows
+    const uint32_t low0 = (blockIdx.x & (groups - 1)) << c;
+    const size_t base = ((size_t)(blockIdx.x >> (s0 - c)) << (s0 + k)) + low0;
+    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
+        data[i] = x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))];
+    for (uint32_t i = threadIdx.x; i < size - cols; i += blockDim.x) {
+        const uint32_t j = (i >> c) + 1;
+        const uint32_t t = 31 - __clz(j);
+        const uint32_t pos = j - (1u << t);
+        tws[i] = tw[((pos << s0) + low0 + (i & (cols - 1))) << (log_n - 1 - s0 - t)];
+    }
+    __syncthreads();
+    for (uint32_t step = 0; step < k; step++) {
+        const uint32_t t = dif ? k - 1 - step : step;
+        for (uint32_t q = threadIdx.x; q < size / 2; q += blockDim.x) {
+            const uint32_t col = q & (cols - 1);
+            const uint32_t p = q >> c;
             const uint32_t pos = p & ((1u << t) - 1);
-            const uint32_t i0 = ((p >> t) << (t + 1)) + pos;
-            const uint32_t i1 = i0 + (1u << t);
-            const uint32_t global_pos = (pos << s0) + low;
-            const Fr w = tw[(size_t)global_pos << (log_n - 1 - s)];
-            const Fr u = sh[i0], v = sh[i1] * w;
-            sh[i0] = u + v;
-            sh[i1] = u - v;
+            const uint32_t i0 = ((((p >> t) << (t + 1)) + pos) << c) + col;
+            const uint32_t i1 = i0 + (1u << (t + c));
+            const Fr u = data[i0], v = data[i1];
+            if (s0 + t == 0) {
+                // Stage 0: every twiddle is w^0 = 1.
+                data[i0] = u + v;
+                data[i1] = u - v;
+            } else if (dif) {
+                data[i0] = u + v;
+                data[i1] = (u - v) * tws[(((1u << t) - 1 + pos) << c) + col];
+            } else {
+                const Fr vw = v * tws[(((1u << t) - 1 + pos) << c) + col];
+                data[i0] = u + vw;
+                data[i1] = u - vw;
+            }
         }
         __syncthreads();
     }
-    for (uint32_t j = threadIdx.x; j < size; j += blockDim.x) x[base + ((size_t)j << s0)] = sh[j];
+    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
+        x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))] = data[i];
 }
 
-// x[i] *= c (and by s^i when `powers` is set).
+// x[i] *= c (and by s^i when `powers` is set, or by s^rev(i) when `rev_bits` is not 0, rev reversing
+// the low rev_bits bits: the scaling of coefficients held in bit-reversed order).
 extern "C" __global__ void ntt_scale(Fr* x, uint32_t n, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits,
-                                     uint32_t powers) {
+                                     uint32_t powers, uint32_t rev_bits) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     Fr f = c;
-    if (powers) f = f * power(lo, hi, lo_bits, i);
+    if (powers) f = f * power(lo, hi, lo_bits, rev_bits ? bit_reverse(i, rev_bits) : i);
     x[i] = x[i] * f;
 }
 

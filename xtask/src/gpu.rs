@@ -45,14 +45,18 @@ pub(crate) fn bundle(root: &Path) -> Result<(), String> {
             "--locked",
             "--example",
             "gpu_bench",
+            "--example",
+            "ntt_profile",
         ],
     )?;
     let dir = root.join(".gpu-bundle");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     std::fs::copy(&tests, dir.join("gpu-tests")).map_err(|e| format!("{tests}: {e}"))?;
-    let bench = root.join("target/release/examples/gpu_bench");
-    std::fs::copy(&bench, dir.join("gpu_bench")).map_err(|e| format!("{}: {e}", bench.display()))?;
+    for example in ["gpu_bench", "ntt_profile"] {
+        let bin = root.join("target/release/examples").join(example);
+        std::fs::copy(&bin, dir.join(example)).map_err(|e| format!("{}: {e}", bin.display()))?;
+    }
     std::fs::write(dir.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
     Command::new("chmod").args(["+x"]).arg(dir.join("run.sh")).status().map_err(|e| e.to_string())?;
     eprintln!("xtask: GPU bundle in .gpu-bundle/ (run: .gpu-bundle/run.sh OUTDIR)");
@@ -60,8 +64,8 @@ pub(crate) fn bundle(root: &Path) -> Result<(), String> {
 }
 
 const RUN_SH: &str = r##"#!/usr/bin/env bash
-# The cuzk GPU suite and benchmarks. Usage: run.sh OUTDIR. Writes gpu-tests.log, bench.md, bench.json
-# and summary.md into OUTDIR; exits non-zero if any test or bench failed.
+# The cuzk GPU suite and benchmarks. Usage: run.sh OUTDIR. Writes gpu-tests.log, bench.md, bench.json,
+# ntt-profile.txt and summary.md into OUTDIR; exits non-zero if any test or bench failed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$PWD/gpu-out}
@@ -70,6 +74,7 @@ status=0
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/device.txt" 2>&1 || true
 "$here/gpu-tests" --test-threads=1 2>&1 | tee "$out/gpu-tests.log" || status=1
 "$here/gpu_bench" --json "$out/bench.json" 2>&1 | tee "$out/bench.md" || status=1
+"$here/ntt_profile" 20 24 2>&1 | tee "$out/ntt-profile.txt" || status=1
 {
   echo "# cuzk GPU run, $(date -u +%Y-%m-%dT%H:%MZ)"
   cat "$out/device.txt"

@@ -3,8 +3,10 @@
 
 use ark_bls12_381::Fr;
 use ark_ff::UniformRand;
-use cuzk_cuda::{kernels, ntt, CudaBackend, CudaError, GpuFr};
+use cuzk_cuda::kernels::{self, Decimation, ScaleAt};
+use cuzk_cuda::{ntt, CudaBackend, CudaError, GpuFr};
 use cuzk_field::{DeviceFr, DeviceRepr};
+use cuzk_groth16::NttKind;
 use rand::{rngs::StdRng, SeedableRng};
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -34,29 +36,56 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
     let s = gpu.compute_stream();
     let mut x = gpu.upload(s, &host)?;
     let t = b.tables(log_n)?;
-    let total = time(b, || ntt::ntt(gpu, s, &t, &mut x, cuzk_groth16::NttKind::CosetForward))?;
-    println!("2^{log_n}: whole coset-forward NTT {total:.3} ms");
-    let br = time(b, || kernels::bit_reverse(gpu, s, &mut x, log_n, None))?;
-    let brs = time(b, || kernels::bit_reverse(gpu, s, &mut x, log_n, Some(t.coset_powers(false))))?;
-    println!("  bit reverse {br:.3} ms, with coset scaling {brs:.3} ms");
-    for (s0, k) in ntt::passes(log_n) {
-        let ms = time(b, || kernels::ntt_pass(gpu, s, &mut x, t.twiddles(false), log_n, s0, k))?;
-        println!(
-            "  pass s0={s0:2} k={k:2}: {ms:.3} ms ({:.1} ns per butterfly-stage)",
-            ms * 1e6 / (k as f64 * (n / 2) as f64)
-        );
+    for kind in [NttKind::Forward, NttKind::CosetForward, NttKind::Inverse, NttKind::CosetInverse] {
+        let ms = time(b, || ntt::ntt(gpu, s, &t, &mut x, kind))?;
+        println!("2^{log_n}: whole {kind:?} NTT {ms:.3} ms");
     }
-    for k in [1u32, 4, 6, 8, 10] {
-        if k <= log_n {
-            let ms = time(b, || kernels::ntt_pass(gpu, s, &mut x, t.twiddles(false), log_n, 0, k))?;
-            let far = time(b, || kernels::ntt_pass(gpu, s, &mut x, t.twiddles(false), log_n, log_n - k, k))?;
-            println!("  k={k:2}: first stages {ms:.3} ms, last stages {far:.3} ms ({:.1} / {:.1} ns per butterfly-stage)", ms * 1e6 / (k as f64 * (n / 2) as f64), far * 1e6 / (k as f64 * (n / 2) as f64));
+    let mut y = gpu.upload(s, &host)?;
+    let mut z = gpu.upload(s, &host)?;
+    let zinv = GpuFr(DeviceFr::from_ark(&Fr::from(5u64)));
+    let wm = time(b, || ntt::witness_map(gpu, s, &t, &mut x, &mut y, &mut z, zinv))?;
+    println!("2^{log_n}: witness map transforms {wm:.3} ms");
+    let br = time(b, || kernels::bit_reverse(gpu, s, &mut x, log_n, None))?;
+    let one = GpuFr(DeviceFr::from_ark(&Fr::from(3u64)));
+    let brs = time(b, || {
+        kernels::bit_reverse(
+            gpu,
+            s,
+            &mut x,
+            log_n,
+            Some(ScaleAt::Destination(one, Some(t.coset_powers(true)))),
+        )
+    })?;
+    println!("  bit reverse {br:.3} ms, with coset scaling {brs:.3} ms");
+    for dec in [Decimation::Time, Decimation::Frequency] {
+        for (s0, k) in ntt::passes(log_n) {
+            let ms = time(b, || kernels::ntt_pass(gpu, s, &mut x, t.twiddles(false), log_n, s0, k, dec))?;
+            println!(
+                "  {dec:?} pass s0={s0:2} k={k:2}: {ms:.3} ms ({:.1} ns per butterfly-stage)",
+                ms * 1e6 / (k as f64 * (n / 2) as f64)
+            );
         }
     }
-    let one = GpuFr(DeviceFr::from_ark(&Fr::from(3u64)));
-    let sc = time(b, || kernels::scale(gpu, s, &mut x, one, None))?;
-    let scp = time(b, || kernels::scale(gpu, s, &mut x, one, Some(t.coset_powers(true))))?;
-    println!("  scale {sc:.3} ms, with powers {scp:.3} ms");
+    for k in [1u32, 4, 6, 8, 9] {
+        if k <= log_n {
+            let first = time(b, || {
+                kernels::ntt_pass(gpu, s, &mut x, t.twiddles(false), log_n, 0, k, Decimation::Time)
+            })?;
+            let last = time(b, || {
+                kernels::ntt_pass(gpu, s, &mut x, t.twiddles(false), log_n, log_n - k, k, Decimation::Time)
+            })?;
+            let per = |ms: f64| ms * 1e6 / (k as f64 * (n / 2) as f64);
+            println!(
+                "  k={k:2}: first stages {first:.3} ms, last stages {last:.3} ms ({:.1} / {:.1} ns per butterfly-stage)",
+                per(first),
+                per(last)
+            );
+        }
+    }
+    let sc = time(b, || kernels::scale(gpu, s, &mut x, one, None, false))?;
+    let scp = time(b, || kernels::scale(gpu, s, &mut x, one, Some(t.coset_powers(true)), false))?;
+    let scr = time(b, || kernels::scale(gpu, s, &mut x, one, Some(t.coset_powers(true)), true))?;
+    println!("  scale {sc:.3} ms, with powers {scp:.3} ms, bit-reversed powers {scr:.3} ms");
     Ok(())
 }
 

@@ -161,4 +161,28 @@ impl PolyBackend for CudaBackend {
         kernels::quotient(&self.gpu, stream, &mut a.buf, &b.buf, &c.buf, GpuFr(DeviceFr::from_ark(&z_inv)))
             .map_err(device("quotient"))
     }
+
+    fn witness_map_polys(
+        &self,
+        a: &mut GpuPoly,
+        b: &mut GpuPoly,
+        c: &mut GpuPoly,
+        z_inv: Fr,
+    ) -> Result<(), BackendError> {
+        let n = a.len();
+        BackendError::expect_len("witness_map", n, b.len())?;
+        BackendError::expect_len("witness_map", n, c.len())?;
+        if !n.is_power_of_two() || n > 1 << MAX_LOG_N {
+            return Err(BackendError::UnsupportedSize {
+                op: "witness_map",
+                size: n,
+                reason: "not a power of two up to 2^28",
+            });
+        }
+        let tables = self.tables(n.trailing_zeros()).map_err(device("witness_map"))?;
+        let z_inv = GpuFr(DeviceFr::from_ark(&z_inv));
+        let stream = self.gpu.compute_stream();
+        ntt::witness_map(&self.gpu, stream, &tables, &mut a.buf, &mut b.buf, &mut c.buf, z_inv)
+            .map_err(device("witness_map"))
+    }
 }

@@ -64,6 +64,7 @@ pub struct DeviceInfo {
 pub(crate) struct NttKernels {
     pub(crate) fill_powers: CudaFunction,
     pub(crate) bit_reverse: CudaFunction,
+    pub(crate) bit_reverse_tiled: CudaFunction,
     pub(crate) pass: CudaFunction,
     pub(crate) scale: CudaFunction,
     pub(crate) quotient: CudaFunction,
@@ -138,7 +139,16 @@ impl Gpu {
         let ntt = NttKernels {
             fill_powers: function(&m, "ntt_fill_powers")?,
             bit_reverse: function(&m, "ntt_bit_reverse")?,
-            pass: function(&m, "ntt_pass")?,
+            bit_reverse_tiled: function(&m, "ntt_bit_reverse_tiled")?,
+            pass: {
+                let f = function(&m, "ntt_pass")?;
+                f.set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    crate::kernels::PASS_SHARED_BYTES,
+                )
+                .during("configuring ntt_pass's shared memory")?;
+                f
+            },
             scale: function(&m, "ntt_scale")?,
             quotient: function(&m, "quotient")?,
         };

@@ -100,38 +100,82 @@ pub fn fill_powers(
     Ok(())
 }
 
-/// In-place bit-reversal permutation of `x` (length `2^log_n`), first scaling `x[i]` by `s^i` when a
-/// table is given.
+/// How a bit reversal scales: by `c` (times `s^i` with a power table), `i` the element's index before
+/// or after the move.
+#[derive(Debug, Clone, Copy)]
+pub enum ScaleAt<'a> {
+    /// Scale by the index an element moves from.
+    Source(GpuFr, Option<&'a PowerTable>),
+    /// Scale by the index an element moves to.
+    Destination(GpuFr, Option<&'a PowerTable>),
+}
+
+/// In-place bit-reversal permutation of `x` (length `2^log_n`), optionally scaling as it goes.
 pub fn bit_reverse(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
     x: &mut CudaSlice<GpuFr>,
     log_n: u32,
-    scale: Option<&PowerTable>,
+    scale: Option<ScaleAt<'_>>,
 ) -> Result<(), CudaError> {
     let n = 1usize << log_n;
     expect_len("bit_reverse", n, x.len())?;
     count("bit_reverse", n)?;
-    let (lo, hi, lo_bits, flag) = table_args(gpu, "bit_reverse", scale, n)?;
-    // SAFETY: matches `ntt_bit_reverse(Fr* x, uint32_t log_n, const Fr* lo, const Fr* hi, uint32_t lo_bits,
-    // uint32_t scale)`; x has 2^log_n elements; the tables are read only when scale = 1 and cover n.
+    let (c, table, mode) = match scale {
+        None => (GpuFr::default(), None, 0u32),
+        Some(ScaleAt::Source(c, t)) => (c, t, 1),
+        Some(ScaleAt::Destination(c, t)) => (c, t, 2),
+    };
+    let (lo, hi, lo_bits, powers) = table_args(gpu, "bit_reverse", table, n)?;
+    // From 2^8 up, a block swaps two 16 x 16 tiles (see `ntt_bit_reverse_tiled`); below, one thread
+    // per element.
+    let (function, cfg) = if log_n >= 8 {
+        let cfg = LaunchConfig {
+            grid_dim: (1 << (log_n - 8), 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        (&gpu.ntt.bit_reverse_tiled, cfg)
+    } else {
+        (&gpu.ntt.bit_reverse, elementwise(n))
+    };
+    // SAFETY: both kernels have the signature `(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
+    // uint32_t lo_bits, uint32_t powers, uint32_t scale)`; x has 2^log_n elements (the tiled one needs
+    // log_n >= 8 and one block per middle index); the tables are read only when powers = 1, and then
+    // cover n.
     unsafe {
         stream
-            .launch_builder(&gpu.ntt.bit_reverse)
+            .launch_builder(function)
             .arg(x)
             .arg(&log_n)
+            .arg(&c)
             .arg(lo)
             .arg(hi)
             .arg(&lo_bits)
-            .arg(&flag)
-            .launch(elementwise(n))
+            .arg(&powers)
+            .arg(&mode)
+            .launch(cfg)
     }
     .during("ntt_bit_reverse")?;
     Ok(())
 }
 
-/// Stages `s0 .. s0 + k` of a decimation-in-time NTT of `x` (length `2^log_n`, bit-reversed order) with
-/// twiddles `tw[i] = w^i`, `i < n/2`. `k` is at most 10 (the shared-memory tile is `2^k` elements).
+/// The direction of an NTT pass's stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decimation {
+    /// Decimation in time: bit-reversed input, natural output, stages upwards.
+    Time,
+    /// Decimation in frequency: natural input, bit-reversed output, stages downwards.
+    Frequency,
+}
+
+/// Stages `s0 .. s0 + k` of a radix-2 NTT of `x` (length `2^log_n`) with twiddles `tw[i] = w^i`,
+/// `i < n/2`. `k` is at most [`MAX_PASS_STAGES`].
+///
+/// A block takes `2^c` adjacent columns of `2^k` elements, `c = min(s0, TILE_BITS − k)`, so that
+/// passes over strided columns still read and write runs of consecutive elements; its shared
+/// memory holds the `2^(k+c)` elements and as many twiddles (64 KiB at most).
+#[allow(clippy::too_many_arguments)]
 pub fn ntt_pass(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
@@ -140,41 +184,75 @@ pub fn ntt_pass(
     log_n: u32,
     s0: u32,
     k: u32,
+    decimation: Decimation,
 ) -> Result<(), CudaError> {
     let n = 1usize << log_n;
     expect_len("ntt_pass", n, x.len())?;
     if tw.len() < (n / 2).max(1) {
         return Err(CudaError::Length { op: "ntt_pass", expected: n / 2, got: tw.len() });
     }
-    if k == 0 || k > 10 || s0 + k > log_n {
+    if k == 0 || k > MAX_PASS_STAGES || s0 + k > log_n {
         return Err(CudaError::Size { op: "ntt_pass", size: k as usize, reason: "stages out of range" });
     }
-    let tile = 1u32 << k;
+    let c = s0.min(TILE_BITS - k);
+    let tile = 1u32 << (k + c);
     let cfg = LaunchConfig {
-        grid_dim: ((n >> k) as u32, 1, 1),
-        block_dim: ((tile / 2).min(512), 1, 1),
-        shared_mem_bytes: tile * std::mem::size_of::<GpuFr>() as u32,
+        grid_dim: ((n >> (k + c)) as u32, 1, 1),
+        block_dim: ((tile / 2).min(256), 1, 1),
+        shared_mem_bytes: 2 * tile * std::mem::size_of::<GpuFr>() as u32,
     };
-    // SAFETY: matches `ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k)`; each block
-    // touches base + j * 2^s0 < n; twiddle indices are below n/2 (checked above); the shared tile is 2^k
-    // elements of 32 bytes (32 KiB at most).
-    unsafe { stream.launch_builder(&gpu.ntt.pass).arg(x).arg(tw).arg(&log_n).arg(&s0).arg(&k).launch(cfg) }
-        .during("ntt_pass")?;
+    let dif = u32::from(decimation == Decimation::Frequency);
+    // SAFETY: matches `ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c,
+    // uint32_t dif)`; with c <= s0 each block touches indices below n; twiddle indices are below n/2
+    // (checked above); the shared memory is 2^(k+c) elements plus fewer twiddles, 32 bytes each, within
+    // the 64 KiB the function is configured for (`PASS_SHARED_BYTES`).
+    unsafe {
+        stream
+            .launch_builder(&gpu.ntt.pass)
+            .arg(x)
+            .arg(tw)
+            .arg(&log_n)
+            .arg(&s0)
+            .arg(&k)
+            .arg(&c)
+            .arg(&dif)
+            .launch(cfg)
+    }
+    .during("ntt_pass")?;
     Ok(())
 }
 
-/// `x[i] *= c`, and by `s^i` too when a table is given.
+/// Most stages one [`ntt_pass`] runs.
+pub const MAX_PASS_STAGES: u32 = 9;
+/// `log2` of the most elements one [`ntt_pass`] block holds.
+const TILE_BITS: u32 = 10;
+/// Dynamic shared memory an [`ntt_pass`] block may use: `2^TILE_BITS` elements and as many twiddles.
+pub(crate) const PASS_SHARED_BYTES: i32 = 2 * (1 << TILE_BITS) * 32;
+
+/// `x[i] *= c`, and by `s^i` too when a table is given. With `bit_reversed` the table's power is
+/// `s^rev(i)` instead, `rev` reversing `log2 len` bits: the scaling of values held in bit-reversed
+/// order.
 pub fn scale(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
     x: &mut CudaSlice<GpuFr>,
     c: GpuFr,
     powers: Option<&PowerTable>,
+    bit_reversed: bool,
 ) -> Result<(), CudaError> {
     let n = count("scale", x.len())?;
+    if bit_reversed && !x.len().is_power_of_two() {
+        return Err(CudaError::Size {
+            op: "scale",
+            size: x.len(),
+            reason: "bit-reversed order needs a power of two",
+        });
+    }
+    let rev_bits = if bit_reversed { x.len().trailing_zeros() } else { 0 };
     let (lo, hi, lo_bits, flag) = table_args(gpu, "scale", powers, x.len())?;
     // SAFETY: matches `ntt_scale(Fr* x, uint32_t n, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits,
-    // uint32_t powers)`; tables read only when powers = 1 and cover n.
+    // uint32_t powers, uint32_t rev_bits)`; tables read only when powers = 1 and cover n (bit reversal
+    // permutes indices below n).
     unsafe {
         stream
             .launch_builder(&gpu.ntt.scale)
@@ -185,6 +263,7 @@ pub fn scale(
             .arg(hi)
             .arg(&lo_bits)
             .arg(&flag)
+            .arg(&rev_bits)
             .launch(elementwise(n as usize))
     }
     .during("ntt_scale")?;

@@ -1,8 +1,12 @@
 //! NTTs on the device in ark-poly's conventions, built from the kernels in `kernels.rs`.
 //!
-//! Forward: bit-reverse (scaling by `g^i` first for a coset), then the `log2 n` DIT stages in passes of
-//! at most 10 stages, each pass one launch working in shared memory. Inverse: the same with inverse
-//! twiddles, then a scaling by `1/n` (times `g^-i` for a coset).
+//! Forward: bit-reverse (scaling by `g^i` first for a coset), then the `log2 n` stages decimated in
+//! time, in passes of at most 9 stages, each pass one launch working in shared memory. Inverse: the
+//! stages decimated in frequency with inverse twiddles (natural in, bit-reversed out), then a bit
+//! reversal that scales by `1/n` (times `g^-i` for a coset) on the way.
+//!
+//! [`witness_map`] chains the two decimations so that the bit-reversed intermediate results are
+//! never permuted: of its seven transforms only the last pays for a bit reversal.
 
 use std::sync::Arc;
 
@@ -12,13 +16,11 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use cuzk_field::{DeviceFr, DeviceRepr};
 use cuzk_groth16::NttKind;
 
-use crate::kernels::{self, PowerTable};
+use crate::kernels::{self, Decimation, PowerTable, ScaleAt, MAX_PASS_STAGES};
 use crate::{CudaError, Gpu, GpuFr};
 
 /// Largest supported NTT: 2^28 elements (8 GiB of Fr), within the 32-bit indexing of the kernels.
 pub const MAX_LOG_N: u32 = 28;
-/// Most stages one pass runs in shared memory.
-const MAX_STAGES_PER_PASS: u32 = 10;
 
 fn gpu_fr(x: &Fr) -> GpuFr {
     GpuFr(DeviceFr::from_ark(x))
@@ -56,6 +58,7 @@ pub struct NttTables {
     coset: PowerTable,
     coset_inverse: PowerTable,
     n_inv: GpuFr,
+    one: GpuFr,
 }
 
 impl NttTables {
@@ -86,6 +89,7 @@ impl NttTables {
             coset: upload_table(gpu, stream, g, n)?,
             coset_inverse: upload_table(gpu, stream, g_inv, n)?,
             n_inv: gpu_fr(&n_inv),
+            one: gpu_fr(&Fr::one()),
         })
     }
 
@@ -113,9 +117,9 @@ impl NttTables {
     }
 }
 
-/// Splits `log_n` stages into passes of at most 10, as even as possible: `(first stage, stages)`.
+/// Splits `log_n` stages into passes of at most 9, as even as possible: `(first stage, stages)`.
 pub fn passes(log_n: u32) -> Vec<(u32, u32)> {
-    let count = log_n.div_ceil(MAX_STAGES_PER_PASS).max(1);
+    let count = log_n.div_ceil(MAX_PASS_STAGES).max(1);
     let mut out = Vec::new();
     let mut s0 = 0;
     for p in 0..count {
@@ -128,7 +132,34 @@ pub fn passes(log_n: u32) -> Vec<(u32, u32)> {
     out
 }
 
-/// Transforms `x` (length `2^tables.log_n()`) in place on `stream`.
+fn check_len(op: &'static str, tables: &NttTables, x: &CudaSlice<GpuFr>) -> Result<(), CudaError> {
+    if x.len() == 1 << tables.log_n {
+        Ok(())
+    } else {
+        Err(CudaError::Length { op, expected: 1 << tables.log_n, got: x.len() })
+    }
+}
+
+/// All stages of a transform of `x` with twiddles `tw`, in the given decimation.
+fn stages(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    log_n: u32,
+    x: &mut CudaSlice<GpuFr>,
+    tw: &CudaSlice<GpuFr>,
+    decimation: Decimation,
+) -> Result<(), CudaError> {
+    let mut p = passes(log_n);
+    if decimation == Decimation::Frequency {
+        p.reverse();
+    }
+    for (s0, k) in p {
+        kernels::ntt_pass(gpu, stream, x, tw, log_n, s0, k, decimation)?;
+    }
+    Ok(())
+}
+
+/// Transforms `x` (length `2^tables.log_n()`) in place on `stream`, natural order in and out.
 pub fn ntt(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
@@ -136,28 +167,62 @@ pub fn ntt(
     x: &mut CudaSlice<GpuFr>,
     kind: NttKind,
 ) -> Result<(), CudaError> {
+    check_len("ntt", tables, x)?;
     let log_n = tables.log_n;
-    if x.len() != 1 << log_n {
-        return Err(CudaError::Length { op: "ntt", expected: 1 << log_n, got: x.len() });
-    }
     if log_n == 0 {
         // A single element: every transform in ark-poly's conventions is the identity.
         return Ok(());
     }
-    let (twiddles, pre, post): (_, Option<&PowerTable>, Option<(GpuFr, Option<&PowerTable>)>) = match kind {
-        NttKind::Forward => (&tables.forward, None, None),
-        NttKind::CosetForward => (&tables.forward, Some(&tables.coset), None),
-        NttKind::Inverse => (&tables.inverse, None, Some((tables.n_inv, None))),
-        NttKind::CosetInverse => (&tables.inverse, None, Some((tables.n_inv, Some(&tables.coset_inverse)))),
-    };
-    kernels::bit_reverse(gpu, stream, x, log_n, pre)?;
-    for (s0, k) in passes(log_n) {
-        kernels::ntt_pass(gpu, stream, x, twiddles, log_n, s0, k)?;
+    match kind {
+        NttKind::Forward | NttKind::CosetForward => {
+            let pre =
+                (kind == NttKind::CosetForward).then_some(ScaleAt::Source(tables.one, Some(&tables.coset)));
+            kernels::bit_reverse(gpu, stream, x, log_n, pre)?;
+            stages(gpu, stream, log_n, x, &tables.forward, Decimation::Time)
+        }
+        NttKind::Inverse | NttKind::CosetInverse => {
+            stages(gpu, stream, log_n, x, &tables.inverse, Decimation::Frequency)?;
+            let powers = (kind == NttKind::CosetInverse).then_some(&tables.coset_inverse);
+            kernels::bit_reverse(gpu, stream, x, log_n, Some(ScaleAt::Destination(tables.n_inv, powers)))
+        }
     }
-    if let Some((c, powers)) = post {
-        kernels::scale(gpu, stream, x, c, powers)?;
+}
+
+/// The witness map's transforms on the GPU: `a`, `b`, `c` hold the evaluations of A·z, B·z, C·z on the
+/// domain (natural order); on return `a` holds the coefficients of `h = (A·B − C) / Z` in natural
+/// order, and `b`, `c` are clobbered.
+///
+/// Per vector: interpolate with decimation in frequency (coefficients come out bit-reversed and `n`
+/// times too large), scale coefficient `k` by `g^k / n` where it lies, evaluate on the coset with
+/// decimation in time (natural order again); then the quotient step, and the coset interpolation of
+/// `a` whose final bit reversal scales by `g^-k / n`.
+pub fn witness_map(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    tables: &NttTables,
+    a: &mut CudaSlice<GpuFr>,
+    b: &mut CudaSlice<GpuFr>,
+    c: &mut CudaSlice<GpuFr>,
+    z_inv: GpuFr,
+) -> Result<(), CudaError> {
+    for x in [&*a, &*b, &*c] {
+        check_len("witness_map", tables, x)?;
     }
-    Ok(())
+    let log_n = tables.log_n;
+    for x in [&mut *a, &mut *b, &mut *c] {
+        stages(gpu, stream, log_n, x, &tables.inverse, Decimation::Frequency)?;
+        kernels::scale(gpu, stream, x, tables.n_inv, Some(&tables.coset), true)?;
+        stages(gpu, stream, log_n, x, &tables.forward, Decimation::Time)?;
+    }
+    kernels::quotient(gpu, stream, a, b, c, z_inv)?;
+    stages(gpu, stream, log_n, a, &tables.inverse, Decimation::Frequency)?;
+    kernels::bit_reverse(
+        gpu,
+        stream,
+        a,
+        log_n,
+        Some(ScaleAt::Destination(tables.n_inv, Some(&tables.coset_inverse))),
+    )
 }
 
 #[cfg(test)]
@@ -169,7 +234,7 @@ mod tests {
         for log_n in 1..=28 {
             let p = passes(log_n);
             assert_eq!(p.iter().map(|(_, k)| k).sum::<u32>(), log_n);
-            assert!(p.iter().all(|(_, k)| (1..=10).contains(k)));
+            assert!(p.iter().all(|(_, k)| (1..=MAX_PASS_STAGES).contains(k)));
             assert!(p.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
         }
     }

@@ -233,6 +233,26 @@ fn witness_map_on_the_gpu_equals_the_cpu_reference() {
 }
 
 #[test]
+fn witness_map_transforms_match_the_cpu_on_random_evaluations() {
+    // Random a, b, c (no circuit behind them): the GPU's reordered chain of transforms must still
+    // equal the CPU's inverse / coset forward / quotient / coset inverse, element for element.
+    let gpu = backend();
+    let mut rng = seeded_rng("witness_map_transforms");
+    for log_n in (1u32..=13).chain([18, 22]) {
+        let n = 1usize << log_n;
+        let (a, b, c) = (random_frs(&mut rng, n), random_frs(&mut rng, n), random_frs(&mut rng, n));
+        let z_inv = Fr::rand(&mut rng);
+        let [mut ga, mut gb, mut gc] = [&a, &b, &c].map(|v| gpu.poly_from_host(v, n).unwrap());
+        gpu.witness_map_polys(&mut ga, &mut gb, &mut gc, z_inv).unwrap();
+        let [mut ca, mut cb, mut cc] = [&a, &b, &c].map(|v| CpuBackend.poly_from_host(v, n).unwrap());
+        CpuBackend.witness_map_polys(&mut ca, &mut cb, &mut cc, z_inv).unwrap();
+        let h_gpu = gpu.poly_to_host(&ga).unwrap();
+        let diff = first_difference(&h_gpu, &ca.0);
+        assert!(diff.is_none(), "witness map transforms differ at 2^{log_n}, first at index {diff:?}");
+    }
+}
+
+#[test]
 fn devices_are_discovered_and_bad_ordinals_refused() {
     let devices = cuzk_cuda::Gpu::discover().unwrap();
     assert!(!devices.is_empty());

@@ -109,6 +109,26 @@ pub trait PolyBackend: Send + Sync {
         c: &Self::Poly,
         z_inv: Fr,
     ) -> Result<(), BackendError>;
+
+    /// The witness map's transforms: `a`, `b`, `c` hold the evaluations of A·z, B·z and C·z on the
+    /// domain; on return `a` holds the coefficients of `h = (A·B − C) / Z` and `b`, `c` may have been
+    /// overwritten. `z_inv` is `1 / Z` on the coset.
+    ///
+    /// The default runs [`ntt`](Self::ntt) and [`quotient`](Self::quotient) in ark-groth16's order
+    /// (inverse, coset forward, quotient, coset inverse); a backend may fuse or reorder the steps as
+    /// long as the result is the same.
+    fn witness_map_polys(
+        &self,
+        a: &mut Self::Poly,
+        b: &mut Self::Poly,
+        c: &mut Self::Poly,
+        z_inv: Fr,
+    ) -> Result<(), BackendError> {
+        self.ntt(&mut [&mut *a, &mut *b, &mut *c], NttKind::Inverse)?;
+        self.ntt(&mut [&mut *a, &mut *b, &mut *c], NttKind::CosetForward)?;
+        self.quotient(a, b, c, z_inv)?;
+        self.ntt(&mut [a], NttKind::CosetInverse)
+    }
 }
 
 /// A complete prover backend: [`PolyBackend`] plus MSMs over key bases the backend owns.

@@ -8,7 +8,7 @@ use ark_ff::{FftField, Field, Zero};
 use ark_groth16::{Groth16, Proof};
 use cuzk_synth::Synthesized;
 
-use crate::{Backend, BackendError, MsmScalars, NttKind, PolyBackend, PreparedKey, ProveError};
+use crate::{Backend, BackendError, MsmScalars, PolyBackend, PreparedKey, ProveError};
 
 /// How to prove.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,8 +84,6 @@ pub fn witness_map_from_evaluations<B: PolyBackend>(
     let mut a = backend.poly_from_host(a, n)?;
     let mut b = backend.poly_from_host(b, n)?;
     let mut c = backend.poly_from_host(c, n)?;
-    backend.ntt(&mut [&mut a, &mut b, &mut c], NttKind::Inverse)?;
-    backend.ntt(&mut [&mut a, &mut b, &mut c], NttKind::CosetForward)?;
     // Z(x) = x^n − 1 is constant on the coset g·H: Z(g·ω^i) = g^n − 1.
     let z = Fr::GENERATOR.pow([n as u64]) - Fr::from(1u64);
     let z_inv = z.inverse().ok_or(BackendError::UnsupportedSize {
@@ -93,9 +91,7 @@ pub fn witness_map_from_evaluations<B: PolyBackend>(
         size: n,
         reason: "the vanishing polynomial is zero on the coset",
     })?;
-    backend.quotient(&mut a, &b, &c, z_inv)?;
-    drop((b, c));
-    backend.ntt(&mut [&mut a], NttKind::CosetInverse)?;
+    backend.witness_map_polys(&mut a, &mut b, &mut c, z_inv)?;
     Ok(a)
 }
 

@@ -1,0 +1,96 @@
+// cuzk kernels: 32-bit carry-chain primitives.
+//
+// Under nvcc each one is a single volatile PTX instruction: the carry flag is invisible to the
+// compiler, so it must neither reorder carry-chain instructions nor drop one whose register result is
+// unused (its carry is used). Any other C++ compiler gets an emulation with an explicit carry flag, so
+// the field arithmetic built on these can be checked on a machine without a GPU.
+//
+// Names follow PTX: `_cc` sets the carry, a `c` prefix (addc, madc) consumes it.
+#pragma once
+#include <stdint.h>
+
+#if !defined(__CUDACC__)
+#define __device__
+#define __forceinline__ inline
+#endif
+
+namespace cuzk {
+namespace ptx {
+
+#if defined(__CUDACC__)
+
+__device__ __forceinline__ void add_cc(uint32_t& d, uint32_t a, uint32_t b) {
+    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+}
+__device__ __forceinline__ void addc_cc(uint32_t& d, uint32_t a, uint32_t b) {
+    asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+}
+__device__ __forceinline__ void addc(uint32_t& d, uint32_t a, uint32_t b) {
+    asm volatile("addc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+}
+__device__ __forceinline__ void sub_cc(uint32_t& d, uint32_t a, uint32_t b) {
+    asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+}
+__device__ __forceinline__ void subc_cc(uint32_t& d, uint32_t a, uint32_t b) {
+    asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+}
+__device__ __forceinline__ void subc(uint32_t& d, uint32_t a, uint32_t b) {
+    asm volatile("subc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+}
+// d = lo(a * b) + c, and the variants with carry in and/or out.
+__device__ __forceinline__ void mad_lo_cc(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
+    asm volatile("mad.lo.cc.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+}
+__device__ __forceinline__ void madc_lo_cc(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
+    asm volatile("madc.lo.cc.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+}
+// d = hi(a * b) + c, with carry in and out, or with carry in only.
+__device__ __forceinline__ void madc_hi_cc(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
+    asm volatile("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+}
+__device__ __forceinline__ void madc_hi(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
+    asm volatile("madc.hi.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+}
+
+#else
+
+// Host emulation: one carry flag per thread, as on the device.
+inline thread_local uint32_t carry_flag = 0;
+
+inline void set(uint32_t& d, uint64_t wide, bool out) {
+    d = (uint32_t)wide;
+    if (out) carry_flag = (uint32_t)(wide >> 32) & 1;
+}
+inline void add_cc(uint32_t& d, uint32_t a, uint32_t b) { set(d, (uint64_t)a + b, true); }
+inline void addc_cc(uint32_t& d, uint32_t a, uint32_t b) { set(d, (uint64_t)a + b + carry_flag, true); }
+inline void addc(uint32_t& d, uint32_t a, uint32_t b) { set(d, (uint64_t)a + b + carry_flag, false); }
+inline void sub_cc(uint32_t& d, uint32_t a, uint32_t b) {
+    carry_flag = a < b;
+    d = a - b;
+}
+inline void subc_cc(uint32_t& d, uint32_t a, uint32_t b) {
+    const uint64_t s = (uint64_t)b + carry_flag;
+    carry_flag = (uint64_t)a < s;
+    d = (uint32_t)((uint64_t)a - s);
+}
+inline void subc(uint32_t& d, uint32_t a, uint32_t b) { d = a - b - carry_flag; }
+inline void mad_lo_cc(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
+    set(d, (uint64_t)(uint32_t)((uint64_t)a * b) + c, true);
+}
+inline void madc_lo_cc(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
+    set(d, (uint64_t)(uint32_t)((uint64_t)a * b) + c + carry_flag, true);
+}
+inline void madc_hi_cc(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
+    set(d, (((uint64_t)a * b) >> 32) + c + carry_flag, true);
+}
+inline void madc_hi(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
+    set(d, (((uint64_t)a * b) >> 32) + c + carry_flag, false);
+}
+
+#endif
+
+__device__ __forceinline__ uint32_t mul_lo(uint32_t a, uint32_t b) { return a * b; }
+__device__ __forceinline__ uint32_t mul_hi(uint32_t a, uint32_t b) { return (uint32_t)(((uint64_t)a * b) >> 32); }
+
+}  // namespace ptx
+}  // namespace cuzk
