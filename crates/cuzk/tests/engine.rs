@@ -194,3 +194,25 @@ fn pipelined_proofs_equal_ark_groth16_and_synthesis_overlaps_proving() {
         e.prove_pipelined(&key, bad, vec![(Fr::from(1u64), Fr::from(2u64))], Default::default()).unwrap_err();
     assert!(err.to_string().contains("partition 0 failed in synthesis"), "{err}");
 }
+
+#[test]
+fn porep_like_partitions_prove_like_ark_groth16_and_verify() {
+    use cuzk::circuits::PorepLike;
+    let mut rng = seeded_rng("porep_like");
+    let seed = rng.next_u64();
+    let partitions: Vec<PorepLike> =
+        (0..2).map(|p| PorepLike::for_log_constraints(10, seed, p).unwrap()).collect();
+    // One key for every partition: they share the shape.
+    let pk = keygen(partitions[0], &mut rng);
+    let e = engine();
+    let key = e.load_key(pk.clone()).unwrap();
+    let randomness: Vec<(Fr, Fr)> = (0..2).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
+    let reports = e.prove_partitions_report(&key, partitions.clone(), randomness.clone()).unwrap();
+    for ((c, (r, s)), report) in partitions.iter().zip(&randomness).zip(&reports) {
+        assert_eq!(report.counts.rows(), 1 << 10);
+        assert_eq!(report.proof, Groth16::<Bls12_381>::create_proof_with_reduction(*c, &pk, *r, *s).unwrap());
+        assert!(e.verify(&key, &report.proof, &c.public_input_values()).unwrap());
+    }
+    // Each proof is bound to its own partition's public inputs.
+    assert!(!e.verify(&key, &reports[0].proof, &partitions[1].public_input_values()).unwrap());
+}
