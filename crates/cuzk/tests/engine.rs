@@ -16,7 +16,13 @@ fn engine() -> Engine {
 #[test]
 fn prove_with_randomness_equals_ark_groth16() {
     let mut rng = seeded_rng("prove_with_randomness");
-    let circuit = Synthetic { constraints: 200, public_inputs: 3, seed: rng.next_u64(), zero_witness: false };
+    let circuit = Synthetic {
+        constraints: 200,
+        public_inputs: 3,
+        seed: rng.next_u64(),
+        zero_witness: false,
+        bit_share_per_mille: 0,
+    };
     let pk = keygen(circuit, &mut rng);
     let e = engine();
     let key = e.load_key(pk.clone()).unwrap();
@@ -49,7 +55,13 @@ fn prove_draws_r_then_s_like_ark_groth16() {
 fn prove_partitions_keeps_order_and_matches_each_partition() {
     let mut rng = seeded_rng("prove_partitions");
     let circuits: Vec<Synthetic> = (0..5)
-        .map(|i| Synthetic { constraints: 60, public_inputs: 2, seed: i, zero_witness: i == 3 })
+        .map(|i| Synthetic {
+            constraints: 60,
+            public_inputs: 2,
+            seed: i,
+            zero_witness: i == 3,
+            bit_share_per_mille: 0,
+        })
         .collect();
     let pk = keygen(circuits[0], &mut rng);
     let e = engine();
@@ -78,7 +90,8 @@ fn cuda_is_refused_clearly_and_auto_falls_back_with_a_reason() {
 #[test]
 fn unsatisfied_witness_names_the_constraint() {
     let mut rng = seeded_rng("unsatisfied");
-    let inner = Synthetic { constraints: 80, public_inputs: 1, seed: 1, zero_witness: false };
+    let inner =
+        Synthetic { constraints: 80, public_inputs: 1, seed: 1, zero_witness: false, bit_share_per_mille: 0 };
     let key = engine().load_key(keygen(inner, &mut rng)).unwrap();
     let err = engine().prove(&key, Unsatisfied { inner, bad: 41 }, &mut rng).unwrap_err();
     assert!(
@@ -91,7 +104,8 @@ fn unsatisfied_witness_names_the_constraint() {
 #[test]
 fn unchecked_unsatisfied_witness_is_caught_by_the_self_check() {
     let mut rng = seeded_rng("self_check");
-    let inner = Synthetic { constraints: 80, public_inputs: 1, seed: 1, zero_witness: false };
+    let inner =
+        Synthetic { constraints: 80, public_inputs: 1, seed: 1, zero_witness: false, bit_share_per_mille: 0 };
     let e = Engine::new(Config { check_witness: false, ..Config::cpu() }).unwrap();
     let key = e.load_key(keygen(inner, &mut rng)).unwrap();
     let err = e.prove(&key, Unsatisfied { inner, bad: 7 }, &mut rng).unwrap_err();
@@ -116,7 +130,16 @@ fn key_for_another_circuit_says_which_counts_differ() {
     let e = engine();
     let key = e.load_key(keygen(Synthetic::new(50, 1), &mut rng)).unwrap();
     let cases = [
-        (Synthetic { constraints: 50, public_inputs: 2, seed: 1, zero_witness: false }, "instance variables"),
+        (
+            Synthetic {
+                constraints: 50,
+                public_inputs: 2,
+                seed: 1,
+                zero_witness: false,
+                bit_share_per_mille: 0,
+            },
+            "instance variables",
+        ),
         (Synthetic::new(51, 1), "witness variables"),
     ];
     for (circuit, what) in cases {
@@ -167,7 +190,13 @@ fn synthesis_errors_are_wrapped_and_partitions_named() {
 fn pipelined_proofs_equal_ark_groth16_and_synthesis_overlaps_proving() {
     let mut rng = seeded_rng("pipelined");
     let circuits: Vec<Synthetic> = (0..4)
-        .map(|i| Synthetic { constraints: 2000, public_inputs: 2, seed: i, zero_witness: false })
+        .map(|i| Synthetic {
+            constraints: 2000,
+            public_inputs: 2,
+            seed: i,
+            zero_witness: false,
+            bit_share_per_mille: 0,
+        })
         .collect();
     let pk = keygen(circuits[0], &mut rng);
     let e = engine();
