@@ -229,8 +229,14 @@ fn porep_like_partitions_prove_like_ark_groth16_and_verify() {
     use cuzk::circuits::PorepLike;
     let mut rng = seeded_rng("porep_like");
     let seed = rng.next_u64();
-    let partitions: Vec<PorepLike> =
-        (0..2).map(|p| PorepLike::for_log_constraints(10, seed, p).unwrap()).collect();
+    // At 2^10 the tree has two leaves, so two partitions may challenge the same node and share their
+    // public inputs; take partition 0 and the first partition whose public inputs differ.
+    let first = PorepLike::for_log_constraints(10, seed, 0).unwrap();
+    let other = (1..64)
+        .map(|p| first.with_partition(p))
+        .find(|c| c.public_input_values() != first.public_input_values())
+        .expect("some partition challenges the other leaf");
+    let partitions = vec![first, other];
     // One key for every partition: they share the shape.
     let pk = keygen(partitions[0], &mut rng);
     let e = engine();
