@@ -221,8 +221,13 @@ fn witness_map_on_the_gpu_equals_the_cpu_reference() {
     let gpu = backend();
     let mut rng = seeded_rng("witness_map");
     for (k, zero) in [(10u32, false), (16, true), (20, false)] {
-        let circuit =
-            Synthetic { constraints: (1 << k) - 3, public_inputs: 2, seed: rng.gen(), zero_witness: zero };
+        let circuit = Synthetic {
+            constraints: (1 << k) - 3,
+            public_inputs: 2,
+            seed: rng.gen(),
+            zero_witness: zero,
+            bit_share_per_mille: 0,
+        };
         let syn = synthesize(circuit, &SynthesisOptions::default()).unwrap();
         let h_gpu = gpu.poly_to_host(&witness_map(&gpu, &syn).unwrap()).unwrap();
         let h_cpu = witness_map(&CpuBackend, &syn).unwrap().0;

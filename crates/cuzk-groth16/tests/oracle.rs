@@ -53,13 +53,25 @@ fn rows_just_below_on_and_above_a_power_of_two() {
 
 #[test]
 fn many_public_inputs() {
-    let c = Synthetic { constraints: 300, public_inputs: 97, seed: 5, zero_witness: false };
+    let c = Synthetic {
+        constraints: 300,
+        public_inputs: 97,
+        seed: 5,
+        zero_witness: false,
+        bit_share_per_mille: 0,
+    };
     assert_matches_oracle("many_public_inputs", c);
 }
 
 #[test]
 fn all_zero_witness() {
-    let c = Synthetic { constraints: 500, public_inputs: 2, seed: 11, zero_witness: true };
+    let c = Synthetic {
+        constraints: 500,
+        public_inputs: 2,
+        seed: 11,
+        zero_witness: true,
+        bit_share_per_mille: 0,
+    };
     assert_matches_oracle("all_zero_witness", c);
 }
 

@@ -6,6 +6,7 @@ mod codec;
 mod format;
 mod report;
 mod shape;
+mod shape_file;
 mod store;
 
 use std::io;
@@ -18,6 +19,10 @@ pub use format::{
 };
 pub use report::{LoadReport, SaveReport};
 pub use shape::{ShapeId, MAX_SHAPE_ID_LEN};
+pub use shape_file::{
+    decode_shape, read_shape, write_shape, ShapeHeader, SHAPE_FILE_EXTENSION, SHAPE_FORMAT_VERSION,
+    SHAPE_HEADER_LEN, SHAPE_MAGIC,
+};
 pub use store::KeyStore;
 
 /// Everything that can go wrong when storing or loading a key. Every way a key file can be wrong
@@ -32,8 +37,8 @@ pub enum Error {
         /// What is wrong with it.
         problem: &'static str,
     },
-    /// There is no key file where one was asked for.
-    #[error("no key file at {}", path.display())]
+    /// There is no file (key or shape) where one was asked for.
+    #[error("no such file: {}", path.display())]
     NotFound {
         /// The path looked at.
         path: PathBuf,
@@ -142,6 +147,81 @@ pub enum Error {
         /// What is wrong.
         problem: PointProblem,
     },
+    /// The data does not start with the shape-file magic bytes.
+    #[error("not a cuzk R1CS shape file: it starts with \"{found}\" instead of \"CUZKRS\"")]
+    ShapeFileBadMagic {
+        /// The first bytes found (up to six), escaped.
+        found: String,
+    },
+    /// The file is a shape file of a format version this build cannot read.
+    #[error("shape file format version {found} is not supported; this build reads version {supported}")]
+    ShapeFileVersion {
+        /// The version in the file.
+        found: u32,
+        /// The version this build reads and writes.
+        supported: u32,
+    },
+    /// The shape file's header checksum does not match its bytes.
+    #[error(
+        "shape file header is corrupt: its checksum is {stored:#018x} but its bytes hash to {computed:#018x}"
+    )]
+    ShapeFileHeaderChecksum {
+        /// The checksum stored in the header.
+        stored: u64,
+        /// The checksum of the header bytes read.
+        computed: u64,
+    },
+    /// A shape-file header field holds a value the format does not allow.
+    #[error("shape file header field `{field}` is {value}, expected {expected}")]
+    ShapeFileField {
+        /// The field.
+        field: &'static str,
+        /// The value found.
+        value: u64,
+        /// What the format allows.
+        expected: &'static str,
+    },
+    /// The shape file records another shape.
+    #[error("the shape file is for circuit shape \"{found}\", not \"{expected}\"")]
+    ShapeFileMismatch {
+        /// The shape asked for.
+        expected: ShapeId,
+        /// The shape recorded in the file.
+        found: ShapeId,
+    },
+    /// The shape file ends early.
+    #[error("shape file is truncated: {expected} bytes expected, {found} present")]
+    ShapeFileTruncated {
+        /// Bytes the header (or the fixed header size) calls for.
+        expected: u64,
+        /// Bytes present.
+        found: u64,
+    },
+    /// The shape file goes on after the shape ends.
+    #[error("shape file has trailing bytes: {expected} bytes expected, {found} present")]
+    ShapeFileTrailingBytes {
+        /// Bytes the header calls for.
+        expected: u64,
+        /// Bytes present.
+        found: u64,
+    },
+    /// The shape file's payload checksum does not match the header.
+    #[error("shape file payload is corrupt: the header's checksum is {stored:#018x} but the payload hashes to {computed:#018x}")]
+    ShapeFileChecksum {
+        /// The checksum stored in the header.
+        stored: u64,
+        /// The checksum of the payload read.
+        computed: u64,
+    },
+    /// A coefficient is not a reduced field element although the checksum matches.
+    #[error("shape file coefficient {index} is not below the scalar field modulus")]
+    ShapeFileCoefficient {
+        /// Its index in the coefficient table.
+        index: usize,
+    },
+    /// The matrices are inconsistent although the checksum matches (a file written by a faulty tool).
+    #[error("shape file is malformed: {0}")]
+    ShapeFileMalformed(cuzk_synth::ShapeProblem),
     /// Memory for a key field could not be allocated.
     #[error("cannot allocate {count} points for {section}")]
     OutOfMemory {

@@ -8,10 +8,12 @@ use std::time::Instant;
 
 use ark_bls12_381::Bls12_381;
 use ark_groth16::ProvingKey;
+use cuzk_synth::R1csShape;
 
 use crate::format::{read_key, write_key, FILE_EXTENSION};
 use crate::report::{LoadReport, SaveReport};
 use crate::shape::ShapeId;
+use crate::shape_file::{read_shape, write_shape, SHAPE_FILE_EXTENSION, SHAPE_HEADER_LEN};
 use crate::{Error, Result};
 
 /// Buffer in front of the file when saving: the payload arrives in multi-megabyte pieces anyway, so
@@ -21,7 +23,8 @@ const WRITE_BUFFER: usize = 1 << 16;
 /// Distinguishes temporary files of concurrent saves within one process.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A directory of proving keys, one file per circuit shape id: `<dir>/<shape id>.cuzkpk`.
+/// A directory of proving keys, one file per circuit shape id: `<dir>/<shape id>.cuzkpk`, and of
+/// recorded R1CS shapes (for witness-only synthesis): `<dir>/<shape id>.cuzkrs`.
 ///
 /// Saves write a temporary file in the same directory, flush it to disk and rename it over the final
 /// name, so a crash leaves either the old key, the new key, or no key under that name, never a partial
@@ -80,11 +83,25 @@ impl KeyStore {
 
     /// Saves `pk` as the key for `shape_id`, replacing any key saved before, atomically.
     pub fn save(&self, shape_id: &str, pk: &ProvingKey<Bls12_381>) -> Result<SaveReport> {
-        let started = Instant::now();
         let shape = ShapeId::new(shape_id)?;
         let path = self.file_for(&shape);
+        self.save_atomically(&shape, FILE_EXTENSION, path, |w| {
+            Ok(write_key(w, shape.as_str(), pk)?.file_len())
+        })
+    }
+
+    /// Writes a file through `write` (which returns the bytes written) to a temporary file, syncs it
+    /// and renames it to `path`.
+    fn save_atomically(
+        &self,
+        shape: &ShapeId,
+        extension: &str,
+        path: PathBuf,
+        write: impl FnOnce(&mut BufWriter<File>) -> Result<u64>,
+    ) -> Result<SaveReport> {
+        let started = Instant::now();
         let name = format!(
-            ".{shape}.{FILE_EXTENSION}.tmp-{}-{}",
+            ".{shape}.{extension}.tmp-{}-{}",
             std::process::id(),
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         );
@@ -95,7 +112,7 @@ impl KeyStore {
         };
         let file = OpenOptions::new().write(true).create_new(true).open(&temp.path).map_err(at("create"))?;
         let mut writer = BufWriter::with_capacity(WRITE_BUFFER, file);
-        let header = write_key(&mut writer, shape.as_str(), pk).map_err(|e| e.at(&temp.path))?;
+        let bytes = write(&mut writer).map_err(|e| e.at(&temp.path))?;
         let file = writer.into_inner().map_err(|e| at("write")(e.into_error()))?;
         let synced = Instant::now();
         file.sync_all().map_err(at("sync"))?;
@@ -104,14 +121,38 @@ impl KeyStore {
         fs::rename(&temp.path, &path).map_err(at("rename"))?;
         temp.keep = true;
         // Make the rename itself durable. Best effort: not every platform can sync a directory, and the
-        // key under its final name is complete either way.
+        // file under its final name is complete either way.
         let _ = File::open(&self.dir).and_then(|d| d.sync_all());
-        Ok(SaveReport {
-            path,
-            bytes: header.file_len(),
-            seconds: started.elapsed().as_secs_f64(),
-            sync_seconds,
+        Ok(SaveReport { path, bytes, seconds: started.elapsed().as_secs_f64(), sync_seconds })
+    }
+
+    /// The file that holds (or would hold) the recorded R1CS shape for `shape_id`.
+    pub fn shape_path_for(&self, shape_id: &str) -> Result<PathBuf> {
+        let shape = ShapeId::new(shape_id)?;
+        Ok(self.dir.join(format!("{shape}.{SHAPE_FILE_EXTENSION}")))
+    }
+
+    /// Whether a shape file for `shape_id` exists (its contents are checked only by
+    /// [`KeyStore::load_shape`]).
+    pub fn contains_shape(&self, shape_id: &str) -> Result<bool> {
+        let path = self.shape_path_for(shape_id)?;
+        path.try_exists().map_err(|source| Error::Io { op: "look for", path, source })
+    }
+
+    /// Saves a recorded R1CS shape for `shape_id`, replacing any saved before, atomically (as
+    /// [`KeyStore::save`]).
+    pub fn save_shape(&self, shape_id: &str, r1cs: &R1csShape) -> Result<SaveReport> {
+        let shape = ShapeId::new(shape_id)?;
+        let path = self.shape_path_for(shape_id)?;
+        self.save_atomically(&shape, SHAPE_FILE_EXTENSION, path, |w| {
+            let header = write_shape(w, shape.as_str(), r1cs)?;
+            Ok(SHAPE_HEADER_LEN as u64 + header.payload_len)
         })
+    }
+
+    /// Loads the recorded R1CS shape for `shape_id` (see [`crate::read_shape`]).
+    pub fn load_shape(&self, shape_id: &str) -> Result<R1csShape> {
+        read_shape(self.shape_path_for(shape_id)?, shape_id)
     }
 
     /// Loads the key for `shape_id`.

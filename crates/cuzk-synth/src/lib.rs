@@ -2,9 +2,14 @@
 #![forbid(unsafe_code)]
 
 mod density;
+mod shape;
 mod synthesize;
 
 pub use density::{Density, ScalarClass};
+pub use shape::{
+    synthesize_into, synthesize_witness_only, Csr, Evaluations, R1csShape, ShapeCache, ShapeProblem,
+    VariableUse, Witness,
+};
 pub use synthesize::{synthesize, synthesize_all, Counts, SynthesisOptions, Synthesized};
 
 /// Why a circuit could not be synthesized into a provable partition.
@@ -31,6 +36,29 @@ pub enum SynthError {
         /// Constraints under it.
         constraints: usize,
     },
+    /// A circuit does not have the variable counts of the shape it is synthesized against.
+    #[error("the circuit has {circuit} {what} but the recorded shape has {shape}")]
+    ShapeMismatch {
+        /// "instance variables" or "witness variables".
+        what: &'static str,
+        /// The shape's count.
+        shape: usize,
+        /// The circuit's count.
+        circuit: usize,
+    },
+    /// A caller's evaluation buffer has the wrong length.
+    #[error("evaluation buffer `{buffer}` holds {found} elements; the shape has {expected} rows")]
+    BufferLength {
+        /// "a", "b" or "c".
+        buffer: &'static str,
+        /// The shape's rows.
+        expected: usize,
+        /// The buffer's length.
+        found: usize,
+    },
+    /// The parts of a shape are inconsistent.
+    #[error("malformed R1CS shape: {0}")]
+    MalformedShape(#[from] ShapeProblem),
     /// The circuit is too large for an NTT domain over Fr (2^32 rows).
     #[error("{rows} rows (constraints + instance variables) exceed the largest NTT domain, 2^32")]
     TooLarge {

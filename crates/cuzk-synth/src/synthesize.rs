@@ -3,7 +3,8 @@
 use ark_bls12_381::Fr;
 use ark_ff::Zero;
 use ark_relations::gr1cs::{
-    ConstraintSynthesizer, ConstraintSystem, Matrix, OptimizationGoal, SynthesisMode, R1CS_PREDICATE_LABEL,
+    ConstraintSynthesizer, ConstraintSystem, ConstraintSystemRef, Matrix, OptimizationGoal, SynthesisMode,
+    R1CS_PREDICATE_LABEL,
 };
 use rayon::prelude::*;
 
@@ -54,7 +55,7 @@ impl Counts {
 /// A synthesized partition: everything the prover needs from the circuit.
 #[derive(Debug, Clone)]
 pub struct Synthesized {
-    counts: Counts,
+    pub(crate) counts: Counts,
     /// `A·z` per constraint, then `z[j]` for each instance variable `j` (input-consistency rows).
     pub a: Vec<Fr>,
     /// `B·z` per constraint, then zeros for the input-consistency rows.
@@ -109,6 +110,18 @@ fn evaluate(matrix: &Matrix<Fr>, z: &[Fr], rows: usize) -> Vec<Fr> {
     out
 }
 
+/// The R1CS matrices of a finalized constraint system; other predicates with constraints are refused.
+pub(crate) fn r1cs_matrices(cs: &ConstraintSystemRef<Fr>) -> Result<Vec<Matrix<Fr>>, SynthError> {
+    let mut all = cs.to_matrices()?;
+    for (label, matrices) in &all {
+        let constraints = matrices.first().map_or(0, Vec::len);
+        if label != R1CS_PREDICATE_LABEL && constraints > 0 {
+            return Err(SynthError::UnsupportedPredicate { label: label.to_string(), constraints });
+        }
+    }
+    Ok(all.remove(R1CS_PREDICATE_LABEL).unwrap_or_default())
+}
+
 /// Synthesizes one circuit with ark-groth16's settings and evaluates its matrices.
 pub fn synthesize<C: ConstraintSynthesizer<Fr>>(
     circuit: C,
@@ -120,14 +133,7 @@ pub fn synthesize<C: ConstraintSynthesizer<Fr>>(
     circuit.generate_constraints(cs.clone())?;
     cs.finalize();
 
-    let mut all = cs.to_matrices()?;
-    for (label, matrices) in &all {
-        let constraints = matrices.first().map_or(0, Vec::len);
-        if label != R1CS_PREDICATE_LABEL && constraints > 0 {
-            return Err(SynthError::UnsupportedPredicate { label: label.to_string(), constraints });
-        }
-    }
-    let matrices = all.remove(R1CS_PREDICATE_LABEL).unwrap_or_default();
+    let matrices = r1cs_matrices(&cs)?;
     let counts = Counts {
         constraints: cs.num_constraints(),
         instance: cs.num_instance_variables(),

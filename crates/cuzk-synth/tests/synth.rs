@@ -183,12 +183,18 @@ fn synthetic_matches_arkworks() {
     // Zero constraints, no public inputs (the chain uses the constant 1), many public inputs, an
     // all-zero witness, and rows on either side of a power of two.
     let cases = [
-        Synthetic { constraints: 0, public_inputs: 0, seed: 1, zero_witness: false },
-        Synthetic { constraints: 0, public_inputs: 3, seed: 2, zero_witness: false },
-        Synthetic { constraints: 1, public_inputs: 0, seed: 3, zero_witness: false },
-        Synthetic { constraints: 17, public_inputs: 0, seed: 4, zero_witness: false },
-        Synthetic { constraints: 40, public_inputs: 30, seed: 5, zero_witness: false },
-        Synthetic { constraints: 64, public_inputs: 2, seed: 6, zero_witness: true },
+        Synthetic { constraints: 0, public_inputs: 0, seed: 1, zero_witness: false, bit_share_per_mille: 0 },
+        Synthetic { constraints: 0, public_inputs: 3, seed: 2, zero_witness: false, bit_share_per_mille: 0 },
+        Synthetic { constraints: 1, public_inputs: 0, seed: 3, zero_witness: false, bit_share_per_mille: 0 },
+        Synthetic { constraints: 17, public_inputs: 0, seed: 4, zero_witness: false, bit_share_per_mille: 0 },
+        Synthetic {
+            constraints: 40,
+            public_inputs: 30,
+            seed: 5,
+            zero_witness: false,
+            bit_share_per_mille: 0,
+        },
+        Synthetic { constraints: 64, public_inputs: 2, seed: 6, zero_witness: true, bit_share_per_mille: 0 },
         Synthetic::new(126, 7),
         Synthetic::new(127, 8),
         Synthetic::with_log_rows(8, 9),
@@ -245,14 +251,17 @@ fn config(test: &str, cases: u32) -> Config {
 }
 
 /// Synthetic circuits of every small shape: up to 300 constraints (rows cross 2^6..2^8 boundaries) and
-/// up to 8 public inputs (0 exercises the constant-1 branch of the circuit).
+/// up to 8 public inputs (0 exercises the constant-1 branch of the circuit), and a share of bit rows
+/// from none to all (1000 per mille), with the ends weighted up.
 fn synthetic() -> impl Strategy<Value = Synthetic> {
-    (0usize..=300, 0usize..=8, any::<u64>(), prop::bool::weighted(0.2)).prop_map(
-        |(constraints, public_inputs, seed, zero_witness)| Synthetic {
+    let share = prop_oneof![Just(0u16), Just(1000u16), 0u16..=1000];
+    (0usize..=300, 0usize..=8, any::<u64>(), prop::bool::weighted(0.2), share).prop_map(
+        |(constraints, public_inputs, seed, zero_witness, bit_share_per_mille)| Synthetic {
             constraints,
             public_inputs,
             seed,
             zero_witness,
+            bit_share_per_mille,
         },
     )
 }
@@ -294,6 +303,7 @@ fn synthesize_all_keeps_order() {
             public_inputs: i % 4,
             seed: i as u64,
             zero_witness: i == 5,
+            bit_share_per_mille: 0,
         })
         .collect();
     let results = synthesize_all(circuits.clone(), &SynthesisOptions::default());
@@ -344,7 +354,7 @@ proptest! {
         public_inputs in 1usize..=4,
         seed in any::<u64>(),
     ) {
-        let c = Unsatisfied { inner: Synthetic { constraints, public_inputs, seed, zero_witness: false }, bad };
+        let c = Unsatisfied { inner: Synthetic { constraints, public_inputs, seed, zero_witness: false, bit_share_per_mille: 0 }, bad };
         let err = synthesize(c, &SynthesisOptions::default()).unwrap_err();
         prop_assert_eq!(err, SynthError::Unsatisfied { index: bad, num_constraints: constraints });
 
@@ -358,7 +368,13 @@ proptest! {
 #[test]
 fn honest_unsatisfied_wrapper_matches_synthetic() {
     // `Unsatisfied` with nothing corrupted is satisfied and has its `inner`'s shape and public inputs.
-    let inner = Synthetic { constraints: 50, public_inputs: 3, seed: 77, zero_witness: false };
+    let inner = Synthetic {
+        constraints: 50,
+        public_inputs: 3,
+        seed: 77,
+        zero_witness: false,
+        bit_share_per_mille: 0,
+    };
     let honest = check("honest Unsatisfied", Unsatisfied { inner, bad: usize::MAX });
     let plain = check("Synthetic", inner);
     assert_eq!(honest.counts(), plain.counts());

@@ -5,20 +5,14 @@ use ark_crypto_primitives::crh::poseidon::constraints::{CRHParametersVar, TwoToO
 use ark_crypto_primitives::crh::poseidon::TwoToOneCRH;
 use ark_crypto_primitives::crh::sha256::constraints::Sha256Gadget;
 use ark_crypto_primitives::crh::{TwoToOneCRHScheme, TwoToOneCRHSchemeGadget};
-use ark_crypto_primitives::sponge::poseidon::{find_poseidon_ark_and_mds, PoseidonConfig};
-use ark_ff::PrimeField;
+use ark_crypto_primitives::sponge::poseidon::PoseidonConfig;
 use ark_r1cs_std::{
     alloc::AllocVar, boolean::Boolean, eq::EqGadget, fields::fp::FpVar, select::CondSelectGadget,
     uint8::UInt8,
 };
 use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError};
 
-/// Poseidon parameters over Fr: rate 2, capacity 1, 8 full and 57 partial rounds, alpha 5.
-pub fn poseidon_config() -> PoseidonConfig<Fr> {
-    let (full, partial, rate) = (8, 57, 2);
-    let (ark, mds) = find_poseidon_ark_and_mds::<Fr>(Fr::MODULUS_BIT_SIZE as u64, rate, full, partial, 0);
-    PoseidonConfig::new(full as usize, partial as usize, 5, mds, ark, rate, 1)
-}
+pub use cuzk_circuits::poseidon_config;
 
 fn compress(params: &PoseidonConfig<Fr>, l: Fr, r: Fr) -> Fr {
     TwoToOneCRH::<Fr>::compress(params, l, r).expect("poseidon over Fr")

@@ -54,9 +54,9 @@ impl ConstraintSynthesizer<Fr> for OneConstraint {
     }
 }
 
-/// A chain shaped like [`Synthetic`]'s (its constraint and public-input counts and public inputs, but a
-/// chain that starts at 3) in which witness value `bad + 1` is off by one, so exactly constraint `bad`
-/// is unsatisfied.
+/// A chain shaped like a plain [`Synthetic`]'s (its constraint and public-input counts and public
+/// inputs, but no bit rows whatever its bit share, and a chain that starts at 3) in which witness value
+/// `bad + 1` is off by one, so exactly constraint `bad` is unsatisfied.
 #[derive(Debug, Clone, Copy)]
 pub struct Unsatisfied {
     /// The honest circuit.

@@ -109,3 +109,63 @@ fn pipelined_bench_writes_a_timeline_and_matches_ark_groth16() {
     assert!(!cuzk(&["bench", "--timeline", f]).status.success(), "--timeline needs --pipeline");
     let _ = std::fs::remove_file(&file);
 }
+
+#[test]
+fn bench_synth_reports_the_rate_in_both_modes() {
+    for circuit in ["porep-like", "synthetic"] {
+        let mut rates = Vec::new();
+        for mode in ["full", "witness-only"] {
+            let v = json(&cuzk(&[
+                "bench",
+                "synth",
+                "--circuit",
+                circuit,
+                "-k",
+                "10",
+                "-p",
+                "2",
+                "--mode",
+                mode,
+                "--threads",
+                "1",
+                "--json",
+            ]));
+            assert_eq!(v["mode"], mode);
+            assert_eq!(v["partitions"], 2);
+            assert_eq!(v["threads"], 1);
+            let constraints = v["constraints"].as_u64().unwrap();
+            assert!(constraints > 900 && constraints < 1024, "{circuit}: {v}");
+            let seconds = v["seconds"].as_f64().unwrap();
+            let rate = v["constraints_per_second"].as_f64().unwrap();
+            assert!(seconds > 0.0 && (rate * seconds / (2.0 * constraints as f64) - 1.0).abs() < 1e-6, "{v}");
+            assert_eq!(v["record_seconds"].is_f64(), mode == "witness-only", "{v}");
+            rates.push(rate);
+        }
+        assert_eq!(rates.len(), 2);
+    }
+    let out = cuzk(&["bench", "synth", "--circuit", "porep-like", "-k", "9"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("supported are 10 to 27"));
+    assert!(!cuzk(&["bench", "synth", "--mode", "fast"]).status.success());
+    assert!(!cuzk(&["bench", "-k", "6", "synth"]).status.success(), "bench arguments and synth do not mix");
+}
+
+#[test]
+fn keygen_saves_a_key_and_a_shape_that_load_back() {
+    let dir = std::env::temp_dir().join(format!("cuzk-cli-keygen-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    let v = json(&cuzk(&["keygen", "--circuit", "synthetic", "-k", "8", "--key-dir", d, "--json"]));
+    assert_eq!(v["circuit"], "synthetic");
+    assert_eq!(v["constraints"], 254);
+    assert!(v["keygen_seconds"].as_f64().is_some_and(|s| s > 0.0));
+    let id = v["shape_id"].as_str().unwrap();
+    let store = cuzk_keystore::KeyStore::open(&dir).unwrap();
+    let (pk, _) = store.load(id).unwrap();
+    assert_eq!(pk.a_query.len(), 2 + 255, "instance (1, one input) and witness (255) variables");
+    assert_eq!(store.load_shape(id).unwrap().counts().constraints, 254);
+    let text = cuzk(&["keygen", "--circuit", "porep-like", "-k", "10", "--key-dir", d]);
+    assert!(text.status.success() && String::from_utf8_lossy(&text.stdout).contains("key generation"));
+    assert_eq!(store.shapes().unwrap().len(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}

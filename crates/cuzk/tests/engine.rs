@@ -16,7 +16,13 @@ fn engine() -> Engine {
 #[test]
 fn prove_with_randomness_equals_ark_groth16() {
     let mut rng = seeded_rng("prove_with_randomness");
-    let circuit = Synthetic { constraints: 200, public_inputs: 3, seed: rng.next_u64(), zero_witness: false };
+    let circuit = Synthetic {
+        constraints: 200,
+        public_inputs: 3,
+        seed: rng.next_u64(),
+        zero_witness: false,
+        bit_share_per_mille: 0,
+    };
     let pk = keygen(circuit, &mut rng);
     let e = engine();
     let key = e.load_key(pk.clone()).unwrap();
@@ -49,7 +55,13 @@ fn prove_draws_r_then_s_like_ark_groth16() {
 fn prove_partitions_keeps_order_and_matches_each_partition() {
     let mut rng = seeded_rng("prove_partitions");
     let circuits: Vec<Synthetic> = (0..5)
-        .map(|i| Synthetic { constraints: 60, public_inputs: 2, seed: i, zero_witness: i == 3 })
+        .map(|i| Synthetic {
+            constraints: 60,
+            public_inputs: 2,
+            seed: i,
+            zero_witness: i == 3,
+            bit_share_per_mille: 0,
+        })
         .collect();
     let pk = keygen(circuits[0], &mut rng);
     let e = engine();
@@ -78,7 +90,8 @@ fn cuda_is_refused_clearly_and_auto_falls_back_with_a_reason() {
 #[test]
 fn unsatisfied_witness_names_the_constraint() {
     let mut rng = seeded_rng("unsatisfied");
-    let inner = Synthetic { constraints: 80, public_inputs: 1, seed: 1, zero_witness: false };
+    let inner =
+        Synthetic { constraints: 80, public_inputs: 1, seed: 1, zero_witness: false, bit_share_per_mille: 0 };
     let key = engine().load_key(keygen(inner, &mut rng)).unwrap();
     let err = engine().prove(&key, Unsatisfied { inner, bad: 41 }, &mut rng).unwrap_err();
     assert!(
@@ -91,7 +104,8 @@ fn unsatisfied_witness_names_the_constraint() {
 #[test]
 fn unchecked_unsatisfied_witness_is_caught_by_the_self_check() {
     let mut rng = seeded_rng("self_check");
-    let inner = Synthetic { constraints: 80, public_inputs: 1, seed: 1, zero_witness: false };
+    let inner =
+        Synthetic { constraints: 80, public_inputs: 1, seed: 1, zero_witness: false, bit_share_per_mille: 0 };
     let e = Engine::new(Config { check_witness: false, ..Config::cpu() }).unwrap();
     let key = e.load_key(keygen(inner, &mut rng)).unwrap();
     let err = e.prove(&key, Unsatisfied { inner, bad: 7 }, &mut rng).unwrap_err();
@@ -116,7 +130,16 @@ fn key_for_another_circuit_says_which_counts_differ() {
     let e = engine();
     let key = e.load_key(keygen(Synthetic::new(50, 1), &mut rng)).unwrap();
     let cases = [
-        (Synthetic { constraints: 50, public_inputs: 2, seed: 1, zero_witness: false }, "instance variables"),
+        (
+            Synthetic {
+                constraints: 50,
+                public_inputs: 2,
+                seed: 1,
+                zero_witness: false,
+                bit_share_per_mille: 0,
+            },
+            "instance variables",
+        ),
         (Synthetic::new(51, 1), "witness variables"),
     ];
     for (circuit, what) in cases {
@@ -167,7 +190,13 @@ fn synthesis_errors_are_wrapped_and_partitions_named() {
 fn pipelined_proofs_equal_ark_groth16_and_synthesis_overlaps_proving() {
     let mut rng = seeded_rng("pipelined");
     let circuits: Vec<Synthetic> = (0..4)
-        .map(|i| Synthetic { constraints: 2000, public_inputs: 2, seed: i, zero_witness: false })
+        .map(|i| Synthetic {
+            constraints: 2000,
+            public_inputs: 2,
+            seed: i,
+            zero_witness: false,
+            bit_share_per_mille: 0,
+        })
         .collect();
     let pk = keygen(circuits[0], &mut rng);
     let e = engine();
@@ -193,4 +222,32 @@ fn pipelined_proofs_equal_ark_groth16_and_synthesis_overlaps_proving() {
     let err =
         e.prove_pipelined(&key, bad, vec![(Fr::from(1u64), Fr::from(2u64))], Default::default()).unwrap_err();
     assert!(err.to_string().contains("partition 0 failed in synthesis"), "{err}");
+}
+
+#[test]
+fn porep_like_partitions_prove_like_ark_groth16_and_verify() {
+    use cuzk::circuits::PorepLike;
+    let mut rng = seeded_rng("porep_like");
+    let seed = rng.next_u64();
+    // At 2^10 the tree has two leaves, so two partitions may challenge the same node and share their
+    // public inputs; take partition 0 and the first partition whose public inputs differ.
+    let first = PorepLike::for_log_constraints(10, seed, 0).unwrap();
+    let other = (1..64)
+        .map(|p| first.with_partition(p))
+        .find(|c| c.public_input_values() != first.public_input_values())
+        .expect("some partition challenges the other leaf");
+    let partitions = vec![first, other];
+    // One key for every partition: they share the shape.
+    let pk = keygen(partitions[0], &mut rng);
+    let e = engine();
+    let key = e.load_key(pk.clone()).unwrap();
+    let randomness: Vec<(Fr, Fr)> = (0..2).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
+    let reports = e.prove_partitions_report(&key, partitions.clone(), randomness.clone()).unwrap();
+    for ((c, (r, s)), report) in partitions.iter().zip(&randomness).zip(&reports) {
+        assert_eq!(report.counts.rows(), 1 << 10);
+        assert_eq!(report.proof, Groth16::<Bls12_381>::create_proof_with_reduction(*c, &pk, *r, *s).unwrap());
+        assert!(e.verify(&key, &report.proof, &c.public_input_values()).unwrap());
+    }
+    // Each proof is bound to its own partition's public inputs.
+    assert!(!e.verify(&key, &reports[0].proof, &partitions[1].public_input_values()).unwrap());
 }

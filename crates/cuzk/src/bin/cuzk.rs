@@ -1,4 +1,4 @@
-//! The `cuzk` command line: prove and benchmark built-in circuits.
+//! The `cuzk` command line: prove and benchmark built-in circuits, generate and store their keys.
 
 #![forbid(unsafe_code)]
 
@@ -25,8 +25,12 @@ struct Cli {
 enum Command {
     /// Generate a key for the built-in synthetic circuit, prove partitions, verify them, report times.
     Prove(Workload),
-    /// Prove repeatedly and report medians, side by side with ark-groth16 on the same circuits.
+    /// Prove repeatedly and report medians, side by side with ark-groth16 on the same circuits
+    /// (`cuzk bench synth` measures synthesis alone).
+    #[command(args_conflicts_with_subcommands = true)]
     Bench {
+        #[command(subcommand)]
+        what: Option<BenchWhat>,
         #[command(flatten)]
         workload: Workload,
         /// Timed repetitions (the median is reported).
@@ -36,6 +40,9 @@ enum Command {
         #[arg(long)]
         no_baseline: bool,
     },
+    /// Generate a proving key for a built-in circuit and save it, with its recorded R1CS shape, to a
+    /// key store.
+    Keygen(KeygenArgs),
     /// Summarise a pipeline timeline (JSON lines as the scheduler writes them): kernel utilisation from
     /// device-measured kernel time beside the lock-bracket figure, gaps by cause, per-proof times.
     Timeline {
@@ -45,6 +52,259 @@ enum Command {
         #[arg(long)]
         chrome: Option<std::path::PathBuf>,
     },
+}
+
+#[derive(Subcommand)]
+enum BenchWhat {
+    /// Synthesize partitions (no proving) and report the rate, full or witness-only.
+    Synth(SynthArgs),
+}
+
+/// A built-in circuit at a size.
+#[derive(Args, Clone)]
+struct CircuitChoice {
+    /// The circuit.
+    #[arg(long, value_enum, default_value_t = CircuitKind::PorepLike)]
+    circuit: CircuitKind,
+    /// log2 of the rows per partition (constraints + instance variables); porep-like takes 10 to 27.
+    #[arg(long, short = 'k', default_value_t = 16, value_parser = clap::value_parser!(u32).range(2..=28))]
+    log_constraints: u32,
+    /// Per mille of bit rows in the synthetic circuit.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=1000))]
+    bit_share: u16,
+    /// Seed of the circuit (the replica, for porep-like) and its witnesses.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
+enum CircuitKind {
+    /// The PoRep-shaped partition circuit (SHA-256 labels, Poseidon Merkle paths).
+    PorepLike,
+    /// The synthetic chain.
+    Synthetic,
+}
+
+/// One partition of a built-in circuit.
+#[derive(Clone, Copy)]
+enum BuiltIn {
+    Porep(cuzk::circuits::PorepLike),
+    Synthetic(Synthetic),
+}
+
+impl cuzk::ConstraintSynthesizer<Fr> for BuiltIn {
+    fn generate_constraints(
+        self,
+        cs: ark_relations::gr1cs::ConstraintSystemRef<Fr>,
+    ) -> Result<(), cuzk::SynthesisError> {
+        match self {
+            Self::Porep(c) => c.generate_constraints(cs),
+            Self::Synthetic(c) => c.generate_constraints(cs),
+        }
+    }
+}
+
+impl CircuitChoice {
+    /// Partition `p` of the workload.
+    fn partition(&self, p: u64) -> Result<BuiltIn, String> {
+        Ok(match self.circuit {
+            CircuitKind::PorepLike => BuiltIn::Porep(
+                cuzk::circuits::PorepLike::for_log_constraints(self.log_constraints, self.seed, p)
+                    .map_err(|e| e.to_string())?,
+            ),
+            CircuitKind::Synthetic => BuiltIn::Synthetic(
+                Synthetic::with_log_rows(self.log_constraints, self.seed.wrapping_add(p))
+                    .with_bit_share(self.bit_share),
+            ),
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        match self.circuit {
+            CircuitKind::PorepLike => "porep-like",
+            CircuitKind::Synthetic => "synthetic",
+        }
+    }
+
+    /// The key-store name of the shape.
+    fn shape_id(&self) -> Result<String, String> {
+        Ok(match self.partition(0)? {
+            BuiltIn::Porep(c) => c.params.shape_id(),
+            BuiltIn::Synthetic(c) => c.shape_id(),
+        })
+    }
+}
+
+#[derive(Args)]
+struct KeygenArgs {
+    #[command(flatten)]
+    circuit: CircuitChoice,
+    /// The key store's directory (created when missing).
+    #[arg(long, default_value = "cuzk-keys")]
+    key_dir: std::path::PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct KeygenOutput {
+    circuit: &'static str,
+    shape_id: String,
+    log_constraints: u32,
+    constraints: usize,
+    keygen_seconds: f64,
+    key_path: std::path::PathBuf,
+    key_bytes: u64,
+    save_seconds: f64,
+    shape_path: std::path::PathBuf,
+    shape_seconds: f64,
+}
+
+fn keygen(a: &KeygenArgs) -> Result<KeygenOutput, Box<dyn std::error::Error>> {
+    let shape_id = a.circuit.shape_id()?;
+    let circuit = a.circuit.partition(0)?;
+    let store = cuzk_keystore::KeyStore::open(&a.key_dir)?;
+    let mut rng = StdRng::seed_from_u64(a.circuit.seed);
+    let t = Instant::now();
+    let pk = Groth16::<Bls12_381>::generate_random_parameters_with_reduction(circuit, &mut rng)?;
+    let keygen_seconds = t.elapsed().as_secs_f64();
+    let saved = store.save(&shape_id, &pk)?;
+    let t = Instant::now();
+    let shape = cuzk_synth::R1csShape::record(circuit)?;
+    let shape_saved = store.save_shape(&shape_id, &shape)?;
+    Ok(KeygenOutput {
+        circuit: a.circuit.name(),
+        shape_id,
+        log_constraints: a.circuit.log_constraints,
+        constraints: shape.counts().constraints,
+        keygen_seconds,
+        key_path: saved.path,
+        key_bytes: saved.bytes,
+        save_seconds: saved.seconds,
+        shape_path: shape_saved.path,
+        shape_seconds: t.elapsed().as_secs_f64(),
+    })
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum SynthMode {
+    /// Build the matrices for every partition (`cuzk_synth::synthesize`).
+    Full,
+    /// Record the shape once, then only the witness and a sparse product per partition.
+    WitnessOnly,
+}
+
+#[derive(Args)]
+struct SynthArgs {
+    #[command(flatten)]
+    circuit: CircuitChoice,
+    /// Partitions to synthesize (in parallel).
+    #[arg(long, short = 'p', default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    partitions: u64,
+    /// Full synthesis or witness-only synthesis.
+    #[arg(long, value_enum, default_value_t = SynthMode::Full)]
+    mode: SynthMode,
+    /// Worker threads (default: the number of cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct SynthOutput {
+    command: &'static str,
+    mode: SynthMode,
+    circuit: &'static str,
+    log_constraints: u32,
+    constraints: usize,
+    partitions: u64,
+    threads: usize,
+    /// Wall time of synthesizing every partition (recording the shape excluded).
+    seconds: f64,
+    /// Constraints of all partitions per second of `seconds`.
+    constraints_per_second: f64,
+    /// Witness-only: recording the shape (once per shape, not per proof).
+    record_seconds: Option<f64>,
+    /// Witness-only: the estimated peak bytes of one partition's synthesis.
+    peak_bytes_per_partition: Option<u64>,
+}
+
+fn bench_synth(a: &SynthArgs) -> Result<SynthOutput, Box<dyn std::error::Error>> {
+    use rayon::prelude::*;
+    let mut builder = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = a.threads {
+        builder = builder.num_threads(n);
+    }
+    let pool = builder.build()?;
+    let circuits = (0..a.partitions).map(|p| a.circuit.partition(p)).collect::<Result<Vec<_>, _>>()?;
+    let options = cuzk_synth::SynthesisOptions { check_satisfied: false };
+    let (seconds, constraints, record_seconds, peak) =
+        pool.install(|| -> Result<_, cuzk_synth::SynthError> {
+            match a.mode {
+                SynthMode::Full => {
+                    let t = Instant::now();
+                    let done = circuits
+                        .into_par_iter()
+                        .map(|c| cuzk_synth::synthesize(c, &options).map(|s| s.counts().constraints))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Ok((t.elapsed().as_secs_f64(), done[0], None, None))
+                }
+                SynthMode::WitnessOnly => {
+                    let t = Instant::now();
+                    let shape = cuzk_synth::R1csShape::record(circuits[0])?;
+                    let record = t.elapsed().as_secs_f64();
+                    let t = Instant::now();
+                    let peaks = circuits
+                        .into_par_iter()
+                        .map(|c| {
+                            cuzk_synth::synthesize_witness_only(c, &shape, &options).map(|(_, peak)| peak)
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Ok((
+                        t.elapsed().as_secs_f64(),
+                        shape.counts().constraints,
+                        Some(record),
+                        peaks.first().copied(),
+                    ))
+                }
+            }
+        })?;
+    Ok(SynthOutput {
+        command: "bench synth",
+        mode: a.mode,
+        circuit: a.circuit.name(),
+        log_constraints: a.circuit.log_constraints,
+        constraints,
+        partitions: a.partitions,
+        threads: pool.current_num_threads(),
+        seconds,
+        constraints_per_second: (constraints as f64 * a.partitions as f64) / seconds.max(1e-9),
+        record_seconds,
+        peak_bytes_per_partition: peak,
+    })
+}
+
+/// Prints `out` as pretty JSON or through `text`, or the error and its causes; exits 1 on error.
+fn finish<T: Serialize>(json: bool, out: Result<T, Box<dyn std::error::Error>>, text: impl Fn(&T)) {
+    match out {
+        Ok(out) if json => println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default()),
+        Ok(out) => text(&out),
+        Err(e) => report_error(e.as_ref()),
+    }
+}
+
+fn report_error(e: &dyn std::error::Error) -> ! {
+    eprintln!("error: {e}");
+    let mut source = e.source();
+    while let Some(s) = source {
+        eprintln!("  caused by: {s}");
+        source = s.source();
+    }
+    std::process::exit(1);
 }
 
 fn timeline(file: &std::path::Path, chrome: Option<&std::path::Path>) -> Result<(), String> {
@@ -380,8 +640,41 @@ fn main() {
     }
     let (w, result) = match &cli.command {
         Command::Timeline { .. } => return,
+        Command::Keygen(a) => {
+            return finish(a.json, keygen(a), |o| {
+                println!(
+                    "cuzk keygen: {} 2^{} rows ({} constraints), shape {}",
+                    o.circuit, o.log_constraints, o.constraints, o.shape_id
+                );
+                println!("  key generation  {:>10.3} s", o.keygen_seconds);
+                println!(
+                    "  saved key       {:>10.3} s  {} ({} bytes)",
+                    o.save_seconds,
+                    o.key_path.display(),
+                    o.key_bytes
+                );
+                println!("  recorded shape  {:>10.3} s  {}", o.shape_seconds, o.shape_path.display());
+            })
+        }
+        Command::Bench { what: Some(BenchWhat::Synth(a)), .. } => {
+            return finish(a.json, bench_synth(a), |o| {
+                let mode = if o.mode == SynthMode::Full { "full" } else { "witness-only" };
+                println!(
+                    "cuzk bench synth: {} 2^{} rows ({} constraints) x {} partitions, {mode}, {} threads",
+                    o.circuit, o.log_constraints, o.constraints, o.partitions, o.threads
+                );
+                if let Some(r) = o.record_seconds {
+                    println!("  record shape (once)  {r:>10.3} s");
+                }
+                println!("  all partitions       {:>10.3} s", o.seconds);
+                println!("  constraints/s        {:>10.0}", o.constraints_per_second);
+                if let Some(p) = o.peak_bytes_per_partition {
+                    println!("  peak per partition   {:>10.1} MiB (estimate)", p as f64 / (1 << 20) as f64);
+                }
+            })
+        }
         Command::Prove(w) => (w, run(w, None, false)),
-        Command::Bench { workload, repeat, no_baseline } => {
+        Command::Bench { workload, repeat, no_baseline, what: None } => {
             (workload, run(workload, Some(*repeat), !no_baseline))
         }
     };
@@ -397,14 +690,6 @@ fn main() {
                 std::process::exit(1);
             }
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            let mut source = e.source();
-            while let Some(s) = source {
-                eprintln!("  caused by: {s}");
-                source = s.source();
-            }
-            std::process::exit(1);
-        }
+        Err(e) => report_error(e.as_ref()),
     }
 }
