@@ -12,6 +12,7 @@
 #if !defined(__CUDACC__)
 #define __device__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 #endif
 
 namespace cuzk {

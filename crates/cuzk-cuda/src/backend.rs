@@ -3,11 +3,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use ark_bls12_381::Fr;
+use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use cudarc::driver::CudaSlice;
 use cuzk_field::{from_device_vec, to_device_vec, DeviceFr, DeviceRepr};
-use cuzk_groth16::{BackendError, NttKind, PolyBackend};
+use cuzk_groth16::{Backend, BackendError, Bases, MsmScalars, NttKind, PolyBackend};
+use rayon::prelude::*;
 
+use crate::msm::{self, MsmConfig, MsmCurve, G1, G2};
 use crate::ntt::{self, NttTables, MAX_LOG_N};
 use crate::{kernels, CudaError, Gpu, GpuFr};
 
@@ -34,10 +36,30 @@ impl GpuPoly {
     }
 }
 
+/// MSM bases resident in device memory.
+#[derive(Debug)]
+pub struct GpuBases<C: MsmCurve> {
+    buf: CudaSlice<C::Affine>,
+}
+
+impl<C: MsmCurve> GpuBases<C> {
+    /// The device buffer.
+    pub fn buffer(&self) -> &CudaSlice<C::Affine> {
+        &self.buf
+    }
+}
+
+impl<C: MsmCurve> Bases for GpuBases<C> {
+    fn len(&self) -> usize {
+        self.buf.len()
+    }
+}
+
 /// The CUDA backend on one GPU.
 pub struct CudaBackend {
     gpu: Gpu,
     tables: Mutex<HashMap<u32, Arc<NttTables>>>,
+    msm: MsmConfig,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -53,7 +75,41 @@ fn device(op: &'static str) -> impl Fn(CudaError) -> BackendError {
 impl CudaBackend {
     /// A backend on device `ordinal`.
     pub fn new(ordinal: usize) -> Result<Self, CudaError> {
-        Ok(Self { gpu: Gpu::new(ordinal)?, tables: Mutex::new(HashMap::new()) })
+        Ok(Self { gpu: Gpu::new(ordinal)?, tables: Mutex::new(HashMap::new()), msm: MsmConfig::default() })
+    }
+
+    /// The same backend with other MSM tuning (window width, batch size).
+    pub fn with_msm_config(mut self, config: MsmConfig) -> Self {
+        self.msm = config;
+        self
+    }
+
+    /// The MSM tuning in use.
+    pub fn msm_config(&self) -> MsmConfig {
+        self.msm
+    }
+
+    /// Converts and uploads MSM bases (points at infinity included) to the device.
+    pub fn upload_bases<C: MsmCurve>(
+        &self,
+        bases: &[ark_ec::short_weierstrass::Affine<C::Config>],
+    ) -> Result<GpuBases<C>, CudaError> {
+        let host: Vec<C::Affine> = bases.par_iter().map(C::from_ark).collect();
+        Ok(GpuBases { buf: self.gpu.upload(self.gpu.compute_stream(), &host)? })
+    }
+
+    /// `Σ scalars[i]·bases[i]` with scalars from the host.
+    pub fn msm_host<C: MsmCurve>(
+        &self,
+        bases: &GpuBases<C>,
+        scalars: &[Fr],
+    ) -> Result<ark_ec::short_weierstrass::Projective<C::Config>, CudaError> {
+        if scalars.len() != bases.buf.len() {
+            return Err(CudaError::Length { op: "msm", expected: bases.buf.len(), got: scalars.len() });
+        }
+        let host: Vec<GpuFr> = to_device_vec::<DeviceFr>(scalars).into_iter().map(GpuFr).collect();
+        let dev = self.gpu.upload(self.gpu.compute_stream(), &host)?;
+        msm::msm::<C>(&self.gpu, &bases.buf, &dev.slice(..), &self.msm)
     }
 
     /// The GPU.
@@ -184,5 +240,48 @@ impl PolyBackend for CudaBackend {
         let stream = self.gpu.compute_stream();
         ntt::witness_map(&self.gpu, stream, &tables, &mut a.buf, &mut b.buf, &mut c.buf, z_inv)
             .map_err(device("witness_map"))
+    }
+}
+
+impl Backend for CudaBackend {
+    type G1Bases = GpuBases<G1>;
+    type G2Bases = GpuBases<G2>;
+
+    fn load_g1_bases(&self, bases: Vec<G1Affine>) -> Result<GpuBases<G1>, BackendError> {
+        self.upload_bases::<G1>(&bases).map_err(device("load_g1_bases"))
+    }
+
+    fn load_g2_bases(&self, bases: Vec<G2Affine>) -> Result<GpuBases<G2>, BackendError> {
+        self.upload_bases::<G2>(&bases).map_err(device("load_g2_bases"))
+    }
+
+    fn msm_g1(
+        &self,
+        bases: &GpuBases<G1>,
+        scalars: MsmScalars<'_, GpuPoly>,
+    ) -> Result<G1Projective, BackendError> {
+        match scalars {
+            MsmScalars::Host(s) => {
+                BackendError::expect_len("msm_g1", bases.len(), s.len())?;
+                self.msm_host(bases, s).map_err(device("msm_g1"))
+            }
+            MsmScalars::Poly { poly, len } => {
+                BackendError::expect_len("msm_g1", bases.len(), len)?;
+                if len > poly.len() {
+                    return Err(BackendError::LengthMismatch {
+                        op: "msm_g1",
+                        expected: len,
+                        got: poly.len(),
+                    });
+                }
+                msm::msm::<G1>(&self.gpu, &bases.buf, &poly.buf.slice(..len), &self.msm)
+                    .map_err(device("msm_g1"))
+            }
+        }
+    }
+
+    fn msm_g2(&self, bases: &GpuBases<G2>, scalars: &[Fr]) -> Result<G2Projective, BackendError> {
+        BackendError::expect_len("msm_g2", bases.len(), scalars.len())?;
+        self.msm_host(bases, scalars).map_err(device("msm_g2"))
     }
 }

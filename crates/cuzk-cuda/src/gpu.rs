@@ -9,6 +9,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::Ptx;
 use cuzk_field::{DeviceFq, DeviceFq2, DeviceFr};
 
+use crate::msm::{CurveKernels, MsmKernels};
 use crate::{CudaError, DriverContext};
 
 /// An Fr element as the kernels see it (Montgomery limbs; see `cuzk_field::DeviceFr`).
@@ -43,6 +44,7 @@ unsafe impl ValidAsZeroBits for GpuFq2 {}
 pub(crate) mod ptx {
     pub(crate) const NTT: &str = include_str!("../ptx/ntt.ptx");
     pub(crate) const FIELD_TEST: &str = include_str!("../ptx/field_test.ptx");
+    pub(crate) const MSM: &str = include_str!("../ptx/msm.ptx");
 }
 
 /// What a device is.
@@ -87,6 +89,7 @@ pub struct Gpu {
     info: DeviceInfo,
     pub(crate) ntt: NttKernels,
     field: OnceLock<Result<FieldKernels, CudaError>>,
+    msm: OnceLock<Result<MsmKernels, CudaError>>,
     /// A one-element buffer passed where a kernel takes a table it will not read.
     pub(crate) dummy: CudaSlice<GpuFr>,
 }
@@ -153,7 +156,40 @@ impl Gpu {
             quotient: function(&m, "quotient")?,
         };
         let dummy = compute.alloc_zeros::<GpuFr>(1).during("allocating")?;
-        Ok(Self { info: info(&ctx)?, ctx, compute, copy, ntt, field: OnceLock::new(), dummy })
+        Ok(Self {
+            info: info(&ctx)?,
+            ctx,
+            compute,
+            copy,
+            ntt,
+            field: OnceLock::new(),
+            msm: OnceLock::new(),
+            dummy,
+        })
+    }
+
+    pub(crate) fn msm_kernels(&self) -> Result<&MsmKernels, CudaError> {
+        let loaded = self.msm.get_or_init(|| {
+            let m = load(&self.ctx, ptx::MSM, "loading the MSM kernels")?;
+            let curve = |[sum_affine, sum_xyzz, window_segments, window_sums]: [&'static str; 4]| {
+                Ok::<_, CudaError>(CurveKernels {
+                    sum_affine: function(&m, sum_affine)?,
+                    sum_xyzz: function(&m, sum_xyzz)?,
+                    window_segments: function(&m, window_segments)?,
+                    window_sums: function(&m, window_sums)?,
+                })
+            };
+            Ok(MsmKernels {
+                count: function(&m, "msm_count")?,
+                scatter: function(&m, "msm_scatter")?,
+                chunk_counts: function(&m, "msm_chunk_counts")?,
+                scan_blocks: function(&m, "scan_blocks")?,
+                scan_add: function(&m, "scan_add")?,
+                g1: curve(["g1_sum_affine", "g1_sum_xyzz", "g1_window_segments", "g1_window_sums"])?,
+                g2: curve(["g2_sum_affine", "g2_sum_xyzz", "g2_window_segments", "g2_window_sums"])?,
+            })
+        });
+        loaded.as_ref().map_err(|e| CudaError::KernelLoad(e.to_string()))
     }
 
     pub(crate) fn field_kernels(&self) -> Result<&FieldKernels, CudaError> {

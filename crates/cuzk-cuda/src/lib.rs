@@ -3,10 +3,12 @@
 mod backend;
 mod gpu;
 pub mod kernels;
+pub mod msm;
 pub mod ntt;
 
-pub use backend::{CudaBackend, GpuPoly};
+pub use backend::{CudaBackend, GpuBases, GpuPoly};
 pub use gpu::{DeviceInfo, Gpu, GpuFq, GpuFq2, GpuFr, Timer};
+pub use msm::{GpuG1Affine, GpuG2Affine, MsmConfig};
 
 /// What can go wrong on the GPU.
 #[derive(Debug, thiserror::Error)]

@@ -2,14 +2,16 @@
 //! `gpu-tests` feature (`cargo xtask gpu-test`); without a GPU every test fails, never passes.
 #![cfg(feature = "gpu-tests")]
 
-use ark_bls12_381::{Fq, Fq2, Fr};
-use ark_ff::{BigInt, FftField, Field, PrimeField, UniformRand, Zero};
+use ark_bls12_381::{Fq, Fq2, Fr, G1Projective, G2Projective};
+use ark_ec::{CurveGroup, VariableBaseMSM};
+use ark_ff::{BigInt, FftField, Field, One, PrimeField, UniformRand, Zero};
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
-use cuzk_cuda::{kernels, CudaBackend, GpuFq, GpuFq2, GpuFr};
+use cuzk_cuda::msm::{MsmCurve, G1, G2};
+use cuzk_cuda::{kernels, CudaBackend, GpuFq, GpuFq2, GpuFr, MsmConfig};
 use cuzk_field::{constants, DeviceFq, DeviceFq2, DeviceFr, DeviceRepr};
-use cuzk_groth16::{witness_map, CpuBackend, NttKind, PolyBackend};
+use cuzk_groth16::{prove, witness_map, CpuBackend, NttKind, PolyBackend, PreparedKey, ProveOptions};
 use cuzk_synth::{synthesize, SynthesisOptions};
-use cuzk_testkit::{seeded_rng, Synthetic};
+use cuzk_testkit::{keygen, seeded_rng, Synthetic};
 use rand::{rngs::StdRng, Rng};
 use rayon::prelude::*;
 
@@ -264,4 +266,192 @@ fn devices_are_discovered_and_bad_ordinals_refused() {
     assert!(devices[0].compute_capability.0 >= 7, "{:?}", devices[0]);
     assert!(cuzk_cuda::Gpu::new(devices.len()).is_err());
     assert_eq!(constants::fr().bits, 255);
+}
+
+// ---- MSM ----
+
+/// Scalar distributions the MSM must get right.
+#[derive(Debug, Clone, Copy)]
+enum Scalars {
+    Random,
+    Zero,
+    One,
+    /// Mostly 0 and 1, some small values and a few random ones: a SHA-256-like witness.
+    Bits,
+    /// Values within 2^20 of the modulus (every window's digit negative after the carry).
+    NearModulus,
+    /// Small values only (2..300): a few buckets of window 0 hold everything.
+    Small,
+}
+
+fn scalars(kind: Scalars, n: usize, rng: &mut StdRng) -> Vec<Fr> {
+    (0..n)
+        .map(|_| match kind {
+            Scalars::Random => Fr::rand(rng),
+            Scalars::Zero => Fr::zero(),
+            Scalars::One => Fr::one(),
+            Scalars::Bits => match rng.gen_range(0..100) {
+                0..=44 => Fr::zero(),
+                45..=89 => Fr::one(),
+                90..=97 => Fr::from(rng.gen_range(2u64..1 << 16)),
+                _ => Fr::rand(rng),
+            },
+            Scalars::NearModulus => -Fr::from(rng.gen_range(1u64..1 << 20)),
+            Scalars::Small => Fr::from(rng.gen_range(2u64..300)),
+        })
+        .collect()
+}
+
+/// Random bases with the awkward ones mixed in: the identity, and repeats (also of the negation).
+fn bases<G: CurveGroup>(n: usize, rng: &mut StdRng) -> Vec<G::Affine> {
+    let mut v: Vec<G> = (0..n).map(|_| G::rand(rng)).collect();
+    for i in 0..n {
+        match rng.gen_range(0..20) {
+            0 => v[i] = G::zero(),
+            1 if i > 0 => v[i] = v[rng.gen_range(0..i)],
+            2 if i > 0 => v[i] = -v[rng.gen_range(0..i)],
+            _ => {}
+        }
+    }
+    G::normalize_batch(&v)
+}
+
+fn check_msm<C: MsmCurve>(
+    gpu: &CudaBackend,
+    bases: &[ark_ec::short_weierstrass::Affine<C::Config>],
+    scalars: &[Fr],
+    expected: ark_ec::short_weierstrass::Projective<C::Config>,
+    what: &str,
+) {
+    let dev = gpu.upload_bases::<C>(bases).unwrap();
+    let got = gpu.msm_host(&dev, scalars).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(got.into_affine(), expected.into_affine(), "{} MSM differs: {what}", C::NAME);
+}
+
+const KINDS: [Scalars; 6] =
+    [Scalars::Random, Scalars::Zero, Scalars::One, Scalars::Bits, Scalars::NearModulus, Scalars::Small];
+
+#[test]
+fn msm_g1_matches_ark_ec_on_awkward_sizes_and_scalars() {
+    let gpu = backend();
+    let mut rng = seeded_rng("msm_g1");
+    let mut sizes = vec![1usize, 2, 5];
+    sizes.extend((3..=12).flat_map(|k| [(1 << k) - 1, (1 << k) + 1]));
+    let all = bases::<G1Projective>(*sizes.iter().max().unwrap(), &mut rng);
+    for &n in &sizes {
+        for kind in KINDS {
+            let s = scalars(kind, n, &mut rng);
+            let expected = G1Projective::msm(&all[..n], &s).unwrap();
+            check_msm::<G1>(&gpu, &all[..n], &s, expected, &format!("n = {n}, {kind:?}"));
+        }
+    }
+}
+
+#[test]
+fn msm_g2_matches_ark_ec_on_awkward_sizes_and_scalars() {
+    let gpu = backend();
+    let mut rng = seeded_rng("msm_g2");
+    let sizes = [1usize, 2, 5, 31, 33, 255, 257, 1023, 4097];
+    let all = bases::<G2Projective>(4097, &mut rng);
+    for &n in &sizes {
+        for kind in KINDS {
+            let s = scalars(kind, n, &mut rng);
+            let expected = G2Projective::msm(&all[..n], &s).unwrap();
+            check_msm::<G2>(&gpu, &all[..n], &s, expected, &format!("n = {n}, {kind:?}"));
+        }
+    }
+}
+
+#[test]
+fn msm_every_window_width_and_small_batches_agree() {
+    let mut rng = seeded_rng("msm_windows");
+    let n = 3000;
+    let b1 = bases::<G1Projective>(n, &mut rng);
+    let b2 = bases::<G2Projective>(n, &mut rng);
+    for kind in [Scalars::Random, Scalars::Bits] {
+        let s = scalars(kind, n, &mut rng);
+        let e1 = G1Projective::msm(&b1, &s).unwrap();
+        let e2 = G2Projective::msm(&b2, &s).unwrap();
+        for c in 2..=16 {
+            let gpu = backend().with_msm_config(MsmConfig { window_bits: Some(c), batch: 1 << 24 });
+            check_msm::<G1>(&gpu, &b1, &s, e1, &format!("c = {c}, {kind:?}"));
+        }
+        for batch in [1usize, 7, 1000, 2999] {
+            let gpu = backend().with_msm_config(MsmConfig { window_bits: None, batch });
+            check_msm::<G1>(&gpu, &b1, &s, e1, &format!("batch = {batch}, {kind:?}"));
+            check_msm::<G2>(&gpu, &b2, &s, e2, &format!("batch = {batch}, {kind:?}"));
+        }
+    }
+}
+
+/// Bases `R + i·S` (consecutive points of a random line), for which the MSM has the closed form
+/// `(Σ k_i)·R + (Σ i·k_i)·S`: an oracle for sizes where ark-ec's MSM would take minutes.
+fn progression<G: CurveGroup<ScalarField = Fr>>(n: usize, rng: &mut StdRng) -> (Vec<G::Affine>, G, G) {
+    let (r, s) = (G::rand(rng), G::rand(rng));
+    let chunk = 1 << 16;
+    let points: Vec<G> = (0..n.div_ceil(chunk))
+        .into_par_iter()
+        .flat_map_iter(|c| {
+            let start = c * chunk;
+            let mut p = r + s * Fr::from(start as u64);
+            (start..(start + chunk).min(n)).map(move |_| {
+                let q = p;
+                p += s;
+                q
+            })
+        })
+        .collect();
+    (G::normalize_batch(&points), r, s)
+}
+
+fn closed_form<G: CurveGroup<ScalarField = Fr>>(k: &[Fr], r: G, s: G) -> G {
+    let sum: Fr = k.par_iter().copied().sum();
+    let weighted: Fr = k.par_iter().enumerate().map(|(i, k)| Fr::from(i as u64) * k).sum();
+    r * sum + s * weighted
+}
+
+#[test]
+fn msm_large_sizes_match_the_closed_form() {
+    let gpu = backend();
+    let mut rng = seeded_rng("msm_large");
+    let cases: [(usize, Scalars); 6] = [
+        ((1 << 16) + 1, Scalars::Random),
+        ((1 << 20) - 1, Scalars::Bits),
+        ((1 << 20) + 1, Scalars::Small),
+        ((1 << 22) + 1, Scalars::Random),
+        (1 << 24, Scalars::Random),
+        ((1 << 24) - 1, Scalars::Bits),
+    ];
+    let (b, r, s) = progression::<G1Projective>(1 << 24, &mut rng);
+    for (n, kind) in cases {
+        let k = scalars(kind, n, &mut rng);
+        check_msm::<G1>(&gpu, &b[..n], &k, closed_form(&k, r, s), &format!("n = {n}, {kind:?}"));
+    }
+    let (b2, r2, s2) = progression::<G2Projective>((1 << 22) + 1, &mut rng);
+    for (n, kind) in [((1 << 20) - 1, Scalars::Random), ((1 << 22) + 1, Scalars::Bits)] {
+        let k = scalars(kind, n, &mut rng);
+        check_msm::<G2>(&gpu, &b2[..n], &k, closed_form(&k, r2, s2), &format!("n = {n}, {kind:?}"));
+    }
+}
+
+// ---- Groth16 ----
+
+#[test]
+fn groth16_proofs_on_the_gpu_equal_the_cpu_backends() {
+    // The CPU backend's proofs equal ark-groth16's (CPU suite); the GPU's must equal them byte for byte,
+    // and pass the self-check against the verifying key.
+    let gpu = backend();
+    let mut rng = seeded_rng("groth16_gpu");
+    for (k, bits) in [(10u32, 0u16), (12, 500), (16, 900)] {
+        let circuit = Synthetic::with_log_rows(k, rng.gen()).with_bit_share(bits);
+        let pk = keygen(circuit, &mut rng);
+        let syn = synthesize(circuit, &SynthesisOptions::default()).unwrap();
+        let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+        let gpu_key = PreparedKey::new(&gpu, pk.clone()).unwrap();
+        let cpu_key = PreparedKey::new(&CpuBackend, pk).unwrap();
+        let (on_gpu, _) = prove(&gpu, &gpu_key, &syn, r, s, &ProveOptions::default())
+            .unwrap_or_else(|e| panic!("2^{k} on the GPU: {e}"));
+        let (on_cpu, _) = prove(&CpuBackend, &cpu_key, &syn, r, s, &ProveOptions::default()).unwrap();
+        assert_eq!(on_gpu, on_cpu, "proofs differ at 2^{k}");
+    }
 }

@@ -1,0 +1,253 @@
+// cuzk kernels: Pippenger multi-scalar multiplication over G1 and G2.
+//
+// One MSM (or one batch of a large one) runs as:
+//   1. msm_count: each scalar (Fr, Montgomery form) is converted to its canonical value and cut into
+//      signed digits of c bits, d in [-2^(c-1), 2^(c-1)], one per window; every nonzero digit counts
+//      one point into bucket (window, |d|). Zero scalars contribute nothing; scalars equal to 1 go to
+//      one extra bucket, the "ones", instead of window 0's bucket 1 (real witnesses are mostly 0 and 1).
+//   2. an exclusive scan of the bucket counts gives each bucket its range (scan.cu);
+//   3. msm_scatter: the same digits again, each (point index, sign) written into its bucket's range;
+//   4. rounds of msm_sum_*: each bucket's range is cut into chunks of at most L entries and one thread
+//      sums one chunk; the partial sums form the next round's input, until one sum per bucket is left.
+//      A bucket holding half the points costs log_L(n) short rounds, not one thread adding n points;
+//   5. msm_window_segments / msm_window_sums: per window, sum_j j * B_j by running sums over segments
+//      of buckets, one thread per segment, then one thread per window adds the segments.
+// The host combines the windows (sum_w 2^(c w) W_w) and the ones bucket.
+#include "curve/xyzz.cuh"
+
+using namespace cuzk;
+
+// Bits [off, off + c) of a canonical scalar (8 little-endian limbs, c <= 16).
+__device__ __forceinline__ uint32_t scalar_bits(const uint32_t (&s)[8], uint32_t off, uint32_t c) {
+    const uint32_t limb = off >> 5, sh = off & 31;
+    uint32_t v = limb < 8 ? s[limb] >> sh : 0;
+    if (sh + c > 32 && limb + 1 < 8) v |= s[limb + 1] << (32 - sh);
+    return v & ((1u << c) - 1);
+}
+
+// Calls f(key, negative) for each nonzero signed digit of scalar i (key = window * 2^(c-1) + |d| - 1),
+// or f(ones_key, false) once for a scalar equal to 1. Returns nothing for 0.
+template <class Fn>
+__device__ __forceinline__ void for_each_digit(const Fr& scalar_mont, uint32_t c, uint32_t windows, Fn f) {
+    const Fr s = scalar_mont.from_mont();
+    uint32_t high = 0;
+#pragma unroll
+    for (int k = 1; k < 8; k++) high |= s.v[k];
+    const uint32_t half = 1u << (c - 1);
+    if (high == 0 && s.v[0] <= 1) {
+        if (s.v[0] == 1) f(windows * half, false);
+        return;
+    }
+    uint32_t carry = 0;
+    for (uint32_t w = 0; w < windows; w++) {
+        const uint32_t raw = scalar_bits(s.v, w * c, c) + carry;
+        if (raw == 0) continue;  // carry stays 0
+        if (raw > half) {
+            carry = 1;
+            if (raw != (1u << c)) f(w * half + ((1u << c) - raw) - 1, true);
+        } else {
+            carry = 0;
+            f(w * half + raw - 1, false);
+        }
+    }
+}
+
+extern "C" __global__ void msm_count(const Fr* scalars, uint32_t n, uint32_t c, uint32_t windows, uint32_t* counts) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t ones_key = windows << (c - 1);
+    bool one = false;
+    if (i < n) {
+        for_each_digit(scalars[i], c, windows, [&](uint32_t key, bool) {
+            if (key == ones_key)
+                one = true;
+            else
+                atomicAdd(&counts[key], 1u);
+        });
+    }
+    // The ones all hit one counter: one atomic per warp.
+    const uint32_t lanes = __ballot_sync(0xffffffffu, one);
+    if (lanes != 0 && (threadIdx.x & 31) == __ffs(lanes) - 1) atomicAdd(&counts[ones_key], __popc(lanes));
+}
+
+// cursor starts as a copy of the scanned offsets; entries are point index | sign << 31.
+extern "C" __global__ void msm_scatter(const Fr* scalars, uint32_t n, uint32_t c, uint32_t windows, uint32_t* cursor,
+                                       uint32_t* entries) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t ones_key = windows << (c - 1);
+    bool one = false;
+    if (i < n) {
+        for_each_digit(scalars[i], c, windows, [&](uint32_t key, bool neg) {
+            if (key == ones_key)
+                one = true;
+            else
+                entries[atomicAdd(&cursor[key], 1u)] = i | ((uint32_t)neg << 31);
+        });
+    }
+    const uint32_t lanes = __ballot_sync(0xffffffffu, one);
+    if (lanes == 0) return;
+    const uint32_t lane = threadIdx.x & 31, leader = __ffs(lanes) - 1;
+    uint32_t base = 0;
+    if (lane == leader) base = atomicAdd(&cursor[ones_key], __popc(lanes));
+    base = __shfl_sync(0xffffffffu, base, leader);
+    if (one) entries[base + __popc(lanes & ((1u << lane) - 1))] = i;
+}
+
+// The chunk of bucket entries thread q sums in a round: bucket b is the last with off_next[b] <= q
+// (off_next is the scan of ceil(count / L)); returns false past the last chunk.
+__device__ __forceinline__ bool find_chunk(uint32_t q, const uint32_t* count, const uint32_t* off,
+                                           const uint32_t* off_next, uint32_t buckets, uint32_t L,
+                                           uint32_t& begin, uint32_t& end, uint32_t& bucket) {
+    const uint32_t last = buckets - 1;
+    const uint32_t total = off_next[last] + (count[last] + L - 1) / L;
+    if (q >= total) return false;
+    uint32_t lo = 0, hi = last;  // the answer lies in [lo, hi]
+    while (lo < hi) {
+        const uint32_t mid = (lo + hi + 1) >> 1;
+        if (off_next[mid] <= q)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    bucket = lo;
+    begin = off[lo] + (q - off_next[lo]) * L;
+    end = min(begin + L, off[lo] + count[lo]);
+    return true;
+}
+
+// ceil(count / L) per bucket: the next round's counts.
+extern "C" __global__ void msm_chunk_counts(const uint32_t* count, uint32_t buckets, uint32_t L, uint32_t* next) {
+    const uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b < buckets) next[b] = (count[b] + L - 1) / L;
+}
+
+// First round: sums of affine bases picked by bucket entries (index, sign).
+template <class F>
+__device__ __forceinline__ void sum_affine(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,
+                                           const uint32_t* off, const uint32_t* off_next, uint32_t buckets,
+                                           uint32_t L, Xyzz<F>* out) {
+    const uint32_t q = blockIdx.x * blockDim.x + threadIdx.x;
+    uint32_t begin, end, bucket;
+    if (!find_chunk(q, count, off, off_next, buckets, L, begin, end, bucket)) return;
+    Xyzz<F> acc = Xyzz<F>::identity();
+    for (uint32_t e = begin; e < end; e++) {
+        const uint32_t entry = entries[e];
+        const Affine<F> p = bases[entry & 0x7fffffffu];
+        acc = acc.add_affine(entry >> 31 ? p.neg() : p);
+    }
+    out[q] = acc;
+}
+
+// Later rounds: sums of the previous round's partial sums.
+template <class F>
+__device__ __forceinline__ void sum_xyzz(const Xyzz<F>* in, const uint32_t* count, const uint32_t* off,
+                                         const uint32_t* off_next, uint32_t buckets, uint32_t L, Xyzz<F>* out) {
+    const uint32_t q = blockIdx.x * blockDim.x + threadIdx.x;
+    uint32_t begin, end, bucket;
+    if (!find_chunk(q, count, off, off_next, buckets, L, begin, end, bucket)) return;
+    Xyzz<F> acc = in[begin];
+    for (uint32_t e = begin + 1; e < end; e++) acc = acc + in[e];
+    out[q] = acc;
+}
+
+// Per window w and segment s of `per` buckets (digits lo = s * per + 1 .. lo + per - 1):
+// out[w * segments + s] = sum_j j * B_j over the segment, by running sums from the top digit down
+// (run = sum of B_j above, acc = sum of run) plus (lo - 1) * run. Bucket sums are data[off[b]] when
+// count[b] is 1 (after the last round) and the identity when it is 0.
+template <class F>
+__device__ __forceinline__ void window_segments(const Xyzz<F>* data, const uint32_t* count, const uint32_t* off,
+                                                uint32_t windows, uint32_t half, uint32_t segments, Xyzz<F>* out) {
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= windows * segments) return;
+    const uint32_t w = t / segments, s = t % segments;
+    const uint32_t per = half / segments;
+    const uint32_t lo = s * per + 1;
+    Xyzz<F> run = Xyzz<F>::identity(), acc = Xyzz<F>::identity();
+    for (uint32_t j = lo + per - 1; j >= lo; j--) {
+        const uint32_t b = w * half + j - 1;
+        if (count[b]) run = run + data[off[b]];
+        acc = acc + run;
+    }
+    out[t] = acc + run.mul_small(lo - 1);
+}
+
+// out[w] = the sum of window w's segments for w < windows; out[windows] = the ones bucket's sum.
+template <class F>
+__device__ __forceinline__ void window_sums(const Xyzz<F>* seg, uint32_t windows, uint32_t half, uint32_t segments,
+                                            const Xyzz<F>* data, const uint32_t* count, const uint32_t* off,
+                                            Xyzz<F>* out) {
+    const uint32_t w = blockIdx.x * blockDim.x + threadIdx.x;
+    if (w > windows) return;
+    if (w == windows) {
+        const uint32_t ones = windows * half;
+        out[w] = count[ones] ? data[off[ones]] : Xyzz<F>::identity();
+        return;
+    }
+    Xyzz<F> acc = seg[w * segments];
+    for (uint32_t s = 1; s < segments; s++) acc = acc + seg[w * segments + s];
+    out[w] = acc;
+}
+
+#define MSM_KERNELS(G, F)                                                                                           \
+    extern "C" __global__ void G##_sum_affine(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count, \
+                                              const uint32_t* off, const uint32_t* off_next, uint32_t buckets,        \
+                                              uint32_t L, Xyzz<F>* out) {                                             \
+        sum_affine(bases, entries, count, off, off_next, buckets, L, out);                                            \
+    }                                                                                                                 \
+    extern "C" __global__ void G##_sum_xyzz(const Xyzz<F>* in, const uint32_t* count, const uint32_t* off,            \
+                                            const uint32_t* off_next, uint32_t buckets, uint32_t L, Xyzz<F>* out) {   \
+        sum_xyzz(in, count, off, off_next, buckets, L, out);                                                          \
+    }                                                                                                                 \
+    extern "C" __global__ void G##_window_segments(const Xyzz<F>* data, const uint32_t* count, const uint32_t* off,   \
+                                                   uint32_t windows, uint32_t half, uint32_t segments,                \
+                                                   Xyzz<F>* out) {                                                    \
+        window_segments(data, count, off, windows, half, segments, out);                                              \
+    }                                                                                                                 \
+    extern "C" __global__ void G##_window_sums(const Xyzz<F>* seg, uint32_t windows, uint32_t half,                 \
+                                               uint32_t segments, const Xyzz<F>* data, const uint32_t* count,         \
+                                               const uint32_t* off, Xyzz<F>* out) {                                   \
+        window_sums(seg, windows, half, segments, data, count, off, out);                                             \
+    }
+
+MSM_KERNELS(g1, Fq)
+MSM_KERNELS(g2, Fq2)
+
+// Exclusive scan of n counts, in blocks of SCAN_BLOCK: each block scans its part into out and writes
+// its total to sums[block]; scan_add then adds the scanned block totals back.
+constexpr uint32_t SCAN_THREADS = 256, SCAN_PER_THREAD = 4, SCAN_BLOCK = SCAN_THREADS * SCAN_PER_THREAD;
+
+extern "C" __global__ void scan_blocks(const uint32_t* in, uint32_t* out, uint32_t* sums, uint32_t n) {
+    __shared__ uint32_t part[SCAN_THREADS];
+    const uint32_t base = blockIdx.x * SCAN_BLOCK + threadIdx.x * SCAN_PER_THREAD;
+    uint32_t v[SCAN_PER_THREAD], total = 0;
+#pragma unroll
+    for (uint32_t k = 0; k < SCAN_PER_THREAD; k++) {
+        v[k] = base + k < n ? in[base + k] : 0;
+        total += v[k];
+    }
+    part[threadIdx.x] = total;
+    __syncthreads();
+    // Hillis-Steele inclusive scan of the per-thread totals.
+    for (uint32_t d = 1; d < SCAN_THREADS; d <<= 1) {
+        const uint32_t add = threadIdx.x >= d ? part[threadIdx.x - d] : 0;
+        __syncthreads();
+        part[threadIdx.x] += add;
+        __syncthreads();
+    }
+    uint32_t run = part[threadIdx.x] - total;
+#pragma unroll
+    for (uint32_t k = 0; k < SCAN_PER_THREAD; k++) {
+        if (base + k < n) out[base + k] = run;
+        run += v[k];
+    }
+    if (threadIdx.x == SCAN_THREADS - 1) sums[blockIdx.x] = part[threadIdx.x];
+}
+
+extern "C" __global__ void scan_add(uint32_t* out, const uint32_t* scanned_sums, uint32_t n) {
+    const uint32_t i = blockIdx.x * SCAN_BLOCK + threadIdx.x;
+    const uint32_t add = scanned_sums[blockIdx.x];
+#pragma unroll
+    for (uint32_t k = 0; k < SCAN_PER_THREAD; k++) {
+        const uint32_t j = i + k * SCAN_THREADS;
+        if (j < n) out[j] += add;
+    }
+}
