@@ -47,13 +47,15 @@ pub(crate) fn bundle(root: &Path) -> Result<(), String> {
             "gpu_bench",
             "--example",
             "ntt_profile",
+            "--example",
+            "msm_bench",
         ],
     )?;
     let dir = root.join(".gpu-bundle");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     std::fs::copy(&tests, dir.join("gpu-tests")).map_err(|e| format!("{tests}: {e}"))?;
-    for example in ["gpu_bench", "ntt_profile"] {
+    for example in ["gpu_bench", "ntt_profile", "msm_bench"] {
         let bin = root.join("target/release/examples").join(example);
         std::fs::copy(&bin, dir.join(example)).map_err(|e| format!("{}: {e}", bin.display()))?;
     }
@@ -65,7 +67,7 @@ pub(crate) fn bundle(root: &Path) -> Result<(), String> {
 
 const RUN_SH: &str = r##"#!/usr/bin/env bash
 # The cuzk GPU suite and benchmarks. Usage: run.sh OUTDIR. Writes gpu-tests.log, bench.md, bench.json,
-# ntt-profile.txt and summary.md into OUTDIR; exits non-zero if any test or bench failed.
+# ntt-profile.txt, msm.md, msm.json and summary.md into OUTDIR; exits non-zero if any test or bench failed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$PWD/gpu-out}
@@ -75,11 +77,13 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/dev
 "$here/gpu-tests" --test-threads=1 2>&1 | tee "$out/gpu-tests.log" || status=1
 "$here/gpu_bench" --json "$out/bench.json" 2>&1 | tee "$out/bench.md" || status=1
 "$here/ntt_profile" 20 24 2>&1 | tee "$out/ntt-profile.txt" || status=1
+"$here/msm_bench" --json "$out/msm.json" 2>&1 | tee "$out/msm.md" || status=1
 {
   echo "# cuzk GPU run, $(date -u +%Y-%m-%dT%H:%MZ)"
   cat "$out/device.txt"
   grep -E "^test result|FAILED|panicked" "$out/gpu-tests.log"
   cat "$out/bench.md"
+  cat "$out/msm.md"
 } > "$out/summary.md"
 exit $status
 "##;

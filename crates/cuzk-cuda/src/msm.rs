@@ -160,6 +160,62 @@ impl Default for MsmConfig {
     }
 }
 
+/// Per-kernel timing of an MSM: CUDA events around each launch, read after the MSM. Off by default;
+/// the events cost a little host time per launch.
+#[derive(Default)]
+pub struct Probe {
+    enabled: bool,
+    open: Option<cudarc::driver::CudaEvent>,
+    marks: Vec<(&'static str, cudarc::driver::CudaEvent, cudarc::driver::CudaEvent)>,
+}
+
+impl std::fmt::Debug for Probe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Probe").field("enabled", &self.enabled).field("marks", &self.marks.len()).finish()
+    }
+}
+
+impl Probe {
+    /// A probe that records.
+    pub fn enabled() -> Self {
+        Self { enabled: true, ..Self::default() }
+    }
+
+    fn event(gpu: &Gpu, stream: &Arc<CudaStream>) -> Result<cudarc::driver::CudaEvent, CudaError> {
+        let ev = gpu
+            .context()
+            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .during("creating an event")?;
+        ev.record(stream).during("recording an event")?;
+        Ok(ev)
+    }
+
+    fn before(&mut self, gpu: &Gpu, stream: &Arc<CudaStream>) -> Result<(), CudaError> {
+        if self.enabled {
+            self.open = Some(Self::event(gpu, stream)?);
+        }
+        Ok(())
+    }
+
+    fn after(&mut self, gpu: &Gpu, stream: &Arc<CudaStream>, name: &'static str) -> Result<(), CudaError> {
+        if let Some(start) = self.open.take() {
+            self.marks.push((name, start, Self::event(gpu, stream)?));
+        }
+        Ok(())
+    }
+
+    /// Milliseconds per launch, in launch order (waits for the last event).
+    pub fn kernel_times(&self) -> Result<Vec<(&'static str, f32)>, CudaError> {
+        self.marks
+            .iter()
+            .map(|(name, a, b)| {
+                b.synchronize().during("waiting for an event")?;
+                Ok((*name, a.elapsed_ms(b).during("reading an event time")?))
+            })
+            .collect()
+    }
+}
+
 /// Entries per chunk in later summing rounds.
 const LATER_CHUNK: u32 = 16;
 const BLOCK: u32 = 128;
@@ -223,6 +279,7 @@ fn scan(
     k: &MsmKernels,
     stream: &Arc<CudaStream>,
     input: &CudaSlice<u32>,
+    probe: &mut Probe,
 ) -> Result<CudaSlice<u32>, CudaError> {
     let n = input.len();
     let n32 = u32::try_from(n).map_err(|_| CudaError::Size {
@@ -234,18 +291,22 @@ fn scan(
     let mut out = gpu.zeros::<u32>(stream, n)?;
     let mut sums = gpu.zeros::<u32>(stream, blocks)?;
     let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    probe.before(gpu, stream)?;
     // SAFETY: matches `scan_blocks(const uint32_t* in, uint32_t* out, uint32_t* sums, uint32_t n)`; in and
     // out hold n elements, sums one per block of 1024.
     unsafe {
         stream.launch_builder(&k.scan_blocks).arg(input).arg(&mut out).arg(&mut sums).arg(&n32).launch(cfg)
     }
     .during("scan_blocks")?;
+    probe.after(gpu, stream, "scan_blocks")?;
     if blocks > 1 {
-        let scanned = scan(gpu, k, stream, &sums)?;
-        // SAFETY: matches `scan_add(uint32_t* out, const uint32_t* scanned_sums, uint32_t n)`; one block per
+        let scanned = scan(gpu, k, stream, &sums, probe)?;
+        probe.before(gpu, stream)?;
+    // SAFETY: matches `scan_add(uint32_t* out, const uint32_t* scanned_sums, uint32_t n)`; one block per
         // 1024 elements of out, each reading its entry of scanned_sums (blocks entries).
         unsafe { stream.launch_builder(&k.scan_add).arg(&mut out).arg(&scanned).arg(&n32).launch(cfg) }
             .during("scan_add")?;
+    probe.after(gpu, stream, "scan_add")?;
     }
     Ok(out)
 }
@@ -262,9 +323,11 @@ fn chunk_counts(
     stream: &Arc<CudaStream>,
     seg: &Segments,
     chunk: u32,
+    probe: &mut Probe,
 ) -> Result<Segments, CudaError> {
     let buckets = seg.count.len() as u32;
     let mut count = gpu.zeros::<u32>(stream, seg.count.len())?;
+    probe.before(gpu, stream)?;
     // SAFETY: matches `msm_chunk_counts(const uint32_t* count, uint32_t buckets, uint32_t L, uint32_t* next)`;
     // both buffers hold `buckets` elements.
     unsafe {
@@ -277,7 +340,8 @@ fn chunk_counts(
             .launch(grid(buckets as usize, 256)?)
     }
     .during("msm_chunk_counts")?;
-    let off = scan(gpu, k, stream, &count)?;
+    probe.after(gpu, stream, "msm_chunk_counts")?;
+    let off = scan(gpu, k, stream, &count, probe)?;
     Ok(Segments { count, off })
 }
 
@@ -289,6 +353,7 @@ fn batch<C: MsmCurve>(
     bases: &CudaView<'_, C::Affine>,
     scalars: &CudaView<'_, GpuFr>,
     plan: &Plan,
+    probe: &mut Probe,
 ) -> Result<CudaSlice<C::Xyzz>, CudaError> {
     let k = gpu.msm_kernels()?;
     let ck = if C::NAME == G2::NAME { &k.g2 } else { &k.g1 };
@@ -305,6 +370,7 @@ fn batch<C: MsmCurve>(
     let (c, windows) = (plan.c, plan.windows);
 
     let mut count = gpu.zeros::<u32>(stream, buckets as usize)?;
+    probe.before(gpu, stream)?;
     // SAFETY: matches `msm_count(const Fr* scalars, uint32_t n, uint32_t c, uint32_t windows, uint32_t* counts)`;
     // scalars hold n elements; keys stay below windows * 2^(c-1) + 1 = buckets.
     unsafe {
@@ -318,10 +384,12 @@ fn batch<C: MsmCurve>(
             .launch(grid(n, 256)?)
     }
     .during("msm_count")?;
-    let off = scan(gpu, k, stream, &count)?;
+    probe.after(gpu, stream, "msm_count")?;
+    let off = scan(gpu, k, stream, &count, probe)?;
     let mut cursor = gpu.zeros::<u32>(stream, buckets as usize)?;
     stream.memcpy_dtod(&off, &mut cursor).during("copying bucket offsets")?;
     let mut entries = gpu.zeros::<u32>(stream, windows as usize * n)?;
+    probe.before(gpu, stream)?;
     // SAFETY: matches `msm_scatter(const Fr* scalars, uint32_t n, uint32_t c, uint32_t windows, uint32_t* cursor,
     // uint32_t* entries)`; the scatter writes exactly the entries msm_count counted, each inside its
     // bucket's range, and a scalar has at most `windows` entries, so entries (windows * n) suffices.
@@ -337,13 +405,15 @@ fn batch<C: MsmCurve>(
             .launch(grid(n, 256)?)
     }
     .during("msm_scatter")?;
+    probe.after(gpu, stream, "msm_scatter")?;
     drop(cursor);
 
     // First round: chunks of affine bases.
     let mut seg = Segments { count, off };
-    let next = chunk_counts(gpu, k, stream, &seg, plan.first_chunk)?;
+    let next = chunk_counts(gpu, k, stream, &seg, plan.first_chunk, probe)?;
     let mut items = windows as usize * n / plan.first_chunk as usize + buckets as usize;
     let mut data = gpu.zeros::<C::Xyzz>(stream, items)?;
+    probe.before(gpu, stream)?;
     // SAFETY: matches `G_sum_affine(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,
     // const uint32_t* off, const uint32_t* off_next, uint32_t buckets, uint32_t L, Xyzz<F>* out)`; entries
     // index bases below n; thread q writes out[q] only when q is below the number of chunks, which is at
@@ -362,15 +432,17 @@ fn batch<C: MsmCurve>(
             .launch(grid(items, BLOCK)?)
     }
     .during("sum_affine")?;
+    probe.after(gpu, stream, "sum_affine")?;
     drop(entries);
     seg = next;
     // Later rounds, until no bucket can have more than one partial sum.
     let mut most = n.div_ceil(plan.first_chunk as usize);
     while most > 1 {
-        let next = chunk_counts(gpu, k, stream, &seg, LATER_CHUNK)?;
+        let next = chunk_counts(gpu, k, stream, &seg, LATER_CHUNK, probe)?;
         let next_items = items / LATER_CHUNK as usize + buckets as usize;
         let mut out = gpu.zeros::<C::Xyzz>(stream, next_items)?;
-        // SAFETY: matches `G_sum_xyzz(const Xyzz<F>* in, const uint32_t* count, const uint32_t* off,
+        probe.before(gpu, stream)?;
+    // SAFETY: matches `G_sum_xyzz(const Xyzz<F>* in, const uint32_t* count, const uint32_t* off,
         // const uint32_t* off_next, uint32_t buckets, uint32_t L, Xyzz<F>* out)`; the ranges read lie in
         // `in` (the previous round's output, `items` long); writes as in the first round, bounded by
         // next_items.
@@ -387,6 +459,7 @@ fn batch<C: MsmCurve>(
                 .launch(grid(next_items, BLOCK)?)
         }
         .during("sum_xyzz")?;
+    probe.after(gpu, stream, "sum_xyzz")?;
         data = out;
         items = next_items;
         seg = next;
@@ -396,6 +469,7 @@ fn batch<C: MsmCurve>(
     let segments = plan.segments;
     let half = plan.half;
     let mut seg_out = gpu.zeros::<C::Xyzz>(stream, (windows * segments) as usize)?;
+    probe.before(gpu, stream)?;
     // SAFETY: matches `G_window_segments(const Xyzz<F>* data, const uint32_t* count, const uint32_t* off,
     // uint32_t windows, uint32_t half, uint32_t segments, Xyzz<F>* out)`; every bucket has count 0 or 1
     // here and off[b] < items when count[b] is 1; out holds windows * segments points.
@@ -412,7 +486,9 @@ fn batch<C: MsmCurve>(
             .launch(grid((windows * segments) as usize, 64)?)
     }
     .during("window_segments")?;
+    probe.after(gpu, stream, "window_segments")?;
     let mut sums = gpu.zeros::<C::Xyzz>(stream, windows as usize + 1)?;
+    probe.before(gpu, stream)?;
     // SAFETY: matches `G_window_sums(const Xyzz<F>* seg, uint32_t windows, uint32_t half, uint32_t segments,
     // const Xyzz<F>* data, const uint32_t* count, const uint32_t* off, Xyzz<F>* out)`; out holds windows + 1.
     unsafe {
@@ -429,6 +505,7 @@ fn batch<C: MsmCurve>(
             .launch(grid(windows as usize + 1, 32)?)
     }
     .during("window_sums")?;
+    probe.after(gpu, stream, "window_sums")?;
     Ok(sums)
 }
 
@@ -438,6 +515,17 @@ pub fn msm<C: MsmCurve>(
     bases: &CudaSlice<C::Affine>,
     scalars: &CudaView<'_, GpuFr>,
     config: &MsmConfig,
+) -> Result<Projective<C::Config>, CudaError> {
+    msm_probed::<C>(gpu, bases, scalars, config, &mut Probe::default())
+}
+
+/// [`msm`], timing each kernel into `probe` when it is enabled.
+pub fn msm_probed<C: MsmCurve>(
+    gpu: &Gpu,
+    bases: &CudaSlice<C::Affine>,
+    scalars: &CudaView<'_, GpuFr>,
+    config: &MsmConfig,
+    probe: &mut Probe,
 ) -> Result<Projective<C::Config>, CudaError> {
     let n = scalars.len();
     if bases.len() != n {
@@ -459,7 +547,7 @@ pub fn msm<C: MsmCurve>(
     let mut pending: Option<usize> = None;
     for (i, start) in (0..n).step_by(batch_len).enumerate() {
         let end = (start + batch_len).min(n);
-        let sums = batch::<C>(gpu, stream, &bases.slice(start..end), &scalars.slice(start..end), &plan)?;
+        let sums = batch::<C>(gpu, stream, &bases.slice(start..end), &scalars.slice(start..end), &plan, probe)?;
         let slot = i % 2;
         stream.memcpy_dtoh(&sums, &mut host[slot]).during("copying window sums")?;
         if let Some(prev) = pending.replace(slot) {

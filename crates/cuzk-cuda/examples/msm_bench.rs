@@ -1,0 +1,238 @@
+//! GPU MSM benchmarks, side by side with ark-ec on this host's cores.
+//!
+//! Usage: msm_bench [--json FILE] [--ark-max LOG] [--sizes LOG,LOG,...]
+//!
+//! Bases are device-resident (uploaded once per size). Per row: the wall-clock median of 5 calls
+//! after a warm-up with the scalars already on the device (the call returns the point, so host waits
+//! and the host-side window combination are included), the kernels' own time from CUDA events around
+//! every launch in one extra call and their share of the wall time, the median of 3 calls that take
+//! the scalars from host memory (conversion and pageable upload included), and ark-ec's
+//! `VariableBaseMSM` on the same bases and scalars (sizes up to 2^ark-max only; it takes minutes above),
+//! whose result must equal the GPU's.
+
+use std::time::Instant;
+
+use ark_bls12_381::{Fr, G1Projective, G2Projective};
+use ark_ec::{CurveGroup, VariableBaseMSM};
+use ark_ff::{One, UniformRand, Zero};
+use cuzk_cuda::msm::{self, MsmCurve, Plan, Probe, G1, G2};
+use cuzk_cuda::{CudaBackend, CudaError, GpuFr};
+use cuzk_field::{to_device_vec, DeviceFr};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use rayon::prelude::*;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Random scalars, or a SHA-256-like witness: 45% zeros, 45% ones, 8% 16-bit values, 2% random.
+fn scalars(n: usize, bits: bool, seed: u64) -> Vec<Fr> {
+    (0..n.div_ceil(1 << 16))
+        .into_par_iter()
+        .flat_map_iter(|c| {
+            let mut rng = StdRng::seed_from_u64(seed ^ (c as u64) << 20);
+            (0..(1usize << 16).min(n - c * (1 << 16)))
+                .map(|_| {
+                    if !bits {
+                        return Fr::rand(&mut rng);
+                    }
+                    match rng.gen_range(0..100) {
+                        0..=44 => Fr::zero(),
+                        45..=89 => Fr::one(),
+                        90..=97 => Fr::from(rng.gen_range(2u64..1 << 16)),
+                        _ => Fr::rand(&mut rng),
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Bases R + i·S: cheap to make at 2^26, and an MSM costs the same on any bases.
+fn bases<G: CurveGroup<ScalarField = Fr>>(n: usize) -> Vec<G::Affine> {
+    let mut rng = StdRng::seed_from_u64(1);
+    let (r, s) = (G::rand(&mut rng), G::rand(&mut rng));
+    let chunk = 1 << 16;
+    let points: Vec<G> = (0..n.div_ceil(chunk))
+        .into_par_iter()
+        .flat_map_iter(|c| {
+            let start = c * chunk;
+            let mut p = r + s * Fr::from(start as u64);
+            (start..(start + chunk).min(n)).map(move |_| {
+                let q = p;
+                p += s;
+                q
+            })
+        })
+        .collect();
+    G::normalize_batch(&points)
+}
+
+struct Row {
+    curve: &'static str,
+    log_n: u32,
+    bits: bool,
+    window: u32,
+    wall_ms: f64,
+    with_upload_ms: f64,
+    kernel_ms: f64,
+    ark_ms: Option<f64>,
+    breakdown: Vec<(&'static str, f64)>,
+}
+
+fn run<C: MsmCurve>(
+    b: &CudaBackend,
+    log_n: u32,
+    ark_max: u32,
+    rows: &mut Vec<Row>,
+    msm_ark: impl Fn(&[ark_ec::short_weierstrass::Affine<C::Config>], &[Fr]) -> ark_ec::short_weierstrass::Projective<C::Config>,
+    base: impl Fn(usize) -> Vec<ark_ec::short_weierstrass::Affine<C::Config>>,
+) -> Result<(), CudaError> {
+    let n = 1usize << log_n;
+    let host_bases = base(n);
+    let dev = b.upload_bases::<C>(&host_bases)?;
+    for bits in [false, true] {
+        let k = scalars(n, bits, log_n as u64 + bits as u64 * 100);
+        let gpu = b.gpu();
+        let host: Vec<GpuFr> = to_device_vec::<DeviceFr>(&k).into_iter().map(GpuFr).collect();
+        let dk = gpu.upload(gpu.compute_stream(), &host)?;
+        let call = |probe: &mut Probe| msm::msm_probed::<C>(gpu, dev.buffer(), &dk.slice(..), &b.msm_config(), probe);
+        let got = call(&mut Probe::default())?;
+        let mut uploads = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            let again = b.msm_host(&dev, &k)?;
+            assert_eq!(again, got, "{} 2^{log_n}: repeated MSMs differ", C::NAME);
+            uploads.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let mut walls = Vec::new();
+        for _ in 0..5 {
+            let t = Instant::now();
+            let _ = std::hint::black_box(call(&mut Probe::default())?);
+            walls.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let mut probe = Probe::enabled();
+        let _ = std::hint::black_box(call(&mut probe)?);
+        let times = probe.kernel_times()?;
+        let kernel_ms: f64 = times.iter().map(|(_, t)| *t as f64).sum();
+        let mut breakdown: Vec<(&'static str, f64)> = Vec::new();
+        for (name, t) in times {
+            match breakdown.iter_mut().find(|(n, _)| *n == name) {
+                Some(e) => e.1 += t as f64,
+                None => breakdown.push((name, t as f64)),
+            }
+        }
+        let ark_ms = (log_n <= ark_max).then(|| {
+            let t = Instant::now();
+            let expected = msm_ark(&host_bases, &k);
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            assert_eq!(expected.into_affine(), got.into_affine(), "{} 2^{log_n}: GPU and ark-ec differ", C::NAME);
+            ms
+        });
+        let plan = Plan::new(n.min(b.msm_config().batch), b.msm_config().window_bits)?;
+        rows.push(Row {
+            curve: C::NAME,
+            log_n,
+            bits,
+            window: plan.c,
+            wall_ms: median(walls),
+            with_upload_ms: median(uploads),
+            kernel_ms,
+            ark_ms,
+            breakdown,
+        });
+        let r = rows.last().expect("just pushed");
+        println!(
+            "{} 2^{} {}: {:.2} ms wall, {:.2} ms in kernels ({:.0}%), ark {}",
+            r.curve,
+            r.log_n,
+            if bits { "bits" } else { "random" },
+            r.wall_ms,
+            r.kernel_ms,
+            100.0 * r.kernel_ms / r.wall_ms,
+            r.ark_ms.map_or("-".into(), |a| format!("{a:.1} ms"))
+        );
+    }
+    Ok(())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let opt = |name: &str| args.iter().skip_while(|a| *a != name).nth(1).cloned();
+    let json = opt("--json");
+    let ark_max: u32 = opt("--ark-max").and_then(|v| v.parse().ok()).unwrap_or(22);
+    let sizes: Vec<u32> = opt("--sizes")
+        .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_else(|| vec![16, 20, 22, 24, 26]);
+    let b = match CudaBackend::new(0) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    };
+    let mut rows = Vec::new();
+    let result = (|| -> Result<(), CudaError> {
+        for &log_n in &sizes {
+            run::<G1>(&b, log_n, ark_max, &mut rows, |p, s| G1Projective::msm(p, s).expect("lengths"), bases::<G1Projective>)?;
+        }
+        for &log_n in sizes.iter().filter(|&&l| l <= 24) {
+            run::<G2>(&b, log_n, ark_max.min(22), &mut rows, |p, s| G2Projective::msm(p, s).expect("lengths"), bases::<G2Projective>)?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+    println!(
+        "| curve | size | scalars | window | GPU wall ms | in kernels ms | kernel share | with host scalars ms | ark-ec ms | ratio |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for r in &rows {
+        println!(
+            "| {} | 2^{} | {} | {} | {:.2} | {:.2} | {:.0}% | {:.1} | {} | {} |",
+            r.curve,
+            r.log_n,
+            if r.bits { "bit-heavy" } else { "random" },
+            r.window,
+            r.wall_ms,
+            r.kernel_ms,
+            100.0 * r.kernel_ms / r.wall_ms,
+            r.with_upload_ms,
+            r.ark_ms.map_or("-".into(), |a| format!("{a:.0}")),
+            r.ark_ms.map_or("-".into(), |a| format!("{:.0}x", a / r.wall_ms)),
+        );
+    }
+    for r in rows.iter().filter(|r| r.log_n == 24 || r.log_n == 20) {
+        let parts: Vec<String> = r.breakdown.iter().map(|(n, t)| format!("{n} {t:.2}")).collect();
+        println!(
+            "{} 2^{} {} kernels (ms): {}",
+            r.curve,
+            r.log_n,
+            if r.bits { "bit-heavy" } else { "random" },
+            parts.join(", ")
+        );
+    }
+    if let Some(path) = json {
+        let body: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                format!(
+                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"wall_ms\":{},\"kernel_ms\":{},\"ark_ms\":{}}}",
+                    r.curve,
+                    r.log_n,
+                    r.bits,
+                    r.window,
+                    r.wall_ms,
+                    r.kernel_ms,
+                    r.ark_ms.map_or("null".into(), |a| a.to_string())
+                )
+            })
+            .collect();
+        if let Err(e) = std::fs::write(&path, format!("[{}]\n", body.join(",\n"))) {
+            eprintln!("error: cannot write {path}: {e}");
+        }
+    }
+}
