@@ -9,10 +9,9 @@ namespace cuzk {
 using Fr = Fp<FrParams>;
 using Fq = Fp<FqParams>;
 
-// Fq2 arithmetic calls its Fq multiplications out of line: inlined, every G2 formula would carry dozens
-// of copies of the 12-limb multiplication, and the compiler's time grows with that; the call costs a
-// few instructions against several hundred.
-__device__ __noinline__ Fq fq2_base_mul(const Fq& a, const Fq& b) { return a * b; }
+struct Fq2;
+__device__ __noinline__ Fq2 fq2_mul(Fq2 a, Fq2 b);
+__device__ __noinline__ Fq2 fq2_sqr(Fq2 a);
 
 struct Fq2 {
     Fq c0, c1;
@@ -26,17 +25,11 @@ struct Fq2 {
     __device__ __forceinline__ Fq2 operator-() const { return {-c0, -c1}; }
     __device__ __forceinline__ Fq2 dbl() const { return {c0.dbl(), c1.dbl()}; }
 
-    // Karatsuba: (a0 + a1 u)(b0 + b1 u) = (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u.
-    __device__ __forceinline__ Fq2 operator*(const Fq2& b) const {
-        const Fq v0 = fq2_base_mul(c0, b.c0), v1 = fq2_base_mul(c1, b.c1);
-        return {v0 - v1, fq2_base_mul(c0 + c1, b.c0 + b.c1) - v0 - v1};
-    }
-
-    // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u.
-    __device__ __forceinline__ Fq2 sqr() const {
-        const Fq m = fq2_base_mul(c0, c1);
-        return {fq2_base_mul(c0 + c1, c0 - c1), m.dbl()};
-    }
+    // Multiplication and squaring are out of line (fq2_mul, fq2_sqr below): inlined, every G2 formula
+    // would carry dozens of copies of three 12-limb multiplications, and the compiler's time grows
+    // with that; a call costs a few instructions against about two thousand.
+    __device__ __forceinline__ Fq2 operator*(const Fq2& b) const { return fq2_mul(*this, b); }
+    __device__ __forceinline__ Fq2 sqr() const { return fq2_sqr(*this); }
 
     // 1/(a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2); the inverse of 0 is 0.
     __device__ __forceinline__ Fq2 inverse() const {
@@ -44,5 +37,17 @@ struct Fq2 {
         return {c0 * t, -(c1 * t)};
     }
 };
+
+// Karatsuba: (a0 + a1 u)(b0 + b1 u) = (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u.
+__device__ __noinline__ Fq2 fq2_mul(Fq2 a, Fq2 b) {
+    const Fq v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;
+    return {v0 - v1, (a.c0 + a.c1) * (b.c0 + b.c1) - v0 - v1};
+}
+
+// (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u.
+__device__ __noinline__ Fq2 fq2_sqr(Fq2 a) {
+    const Fq m = a.c0 * a.c1;
+    return {(a.c0 + a.c1) * (a.c0 - a.c1), m.dbl()};
+}
 
 }  // namespace cuzk

@@ -170,25 +170,40 @@ __device__ __forceinline__ void window_segments(const Xyzz<F>* data, const uint3
     out[t] = acc + run.mul_small(lo - 1);
 }
 
-// out[w] = the sum of window w's segments for w < windows; out[windows] = the ones bucket's sum.
+// out[w] = the sum of window w's segments for w < windows; out[windows] = the ones bucket's sum. One
+// warp per window (blockIdx.x = w): lane t adds segments t, t + 32, ..., then the 32 lane sums are
+// added pairwise in shared memory.
+constexpr uint32_t WINDOW_SUM_THREADS = 32;
+
 template <class F>
 __device__ __forceinline__ void window_sums(const Xyzz<F>* seg, uint32_t windows, uint32_t half, uint32_t segments,
                                             const Xyzz<F>* data, const uint32_t* count, const uint32_t* off,
                                             Xyzz<F>* out) {
-    const uint32_t w = blockIdx.x * blockDim.x + threadIdx.x;
-    if (w > windows) return;
+    __shared__ Xyzz<F> lane_sums[WINDOW_SUM_THREADS];
+    const uint32_t w = blockIdx.x, t = threadIdx.x;
     if (w == windows) {
         const uint32_t ones = windows * half;
-        out[w] = count[ones] ? data[off[ones]] : Xyzz<F>::identity();
+        if (t == 0) out[w] = count[ones] ? data[off[ones]] : Xyzz<F>::identity();
         return;
     }
-    Xyzz<F> acc = seg[w * segments];
-    for (uint32_t s = 1; s < segments; s++) acc = acc + seg[w * segments + s];
-    out[w] = acc;
+    Xyzz<F> acc = Xyzz<F>::identity();
+    for (uint32_t s = t; s < segments; s += WINDOW_SUM_THREADS) acc = acc + seg[w * segments + s];
+    lane_sums[t] = acc;
+    __syncwarp();
+    for (uint32_t d = WINDOW_SUM_THREADS / 2; d > 0; d >>= 1) {
+        if (t < d) lane_sums[t] = lane_sums[t] + lane_sums[t + d];
+        __syncwarp();
+    }
+    if (t == 0) out[w] = lane_sums[0];
 }
 
-#define MSM_KERNELS(G, F)                                                                                           \
-    extern "C" __global__ void G##_sum_affine(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count, \
+// The first summing round is the MSM's hot loop: its register budget is set so that BLOCKS blocks of
+// SUM_THREADS fit on a multiprocessor (G1: four, for more warps to hide the multiplications' latency;
+// G2: two, as its larger points would spill at four).
+constexpr int SUM_THREADS = 128;
+
+#define MSM_KERNELS(G, F, BLOCKS)                                                                                           \
+    extern "C" __global__ void __launch_bounds__(SUM_THREADS, BLOCKS) G##_sum_affine(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count, \
                                               const uint32_t* off, const uint32_t* off_next, uint32_t buckets,        \
                                               uint32_t L, Xyzz<F>* out) {                                             \
         sum_affine(bases, entries, count, off, off_next, buckets, L, out);                                            \
@@ -208,8 +223,8 @@ __device__ __forceinline__ void window_sums(const Xyzz<F>* seg, uint32_t windows
         window_sums(seg, windows, half, segments, data, count, off, out);                                             \
     }
 
-MSM_KERNELS(g1, Fq)
-MSM_KERNELS(g2, Fq2)
+MSM_KERNELS(g1, Fq, 4)
+MSM_KERNELS(g2, Fq2, 2)
 
 // Exclusive scan of n counts, in blocks of SCAN_BLOCK: each block scans its part into out and writes
 // its total to sums[block]; scan_add then adds the scanned block totals back.

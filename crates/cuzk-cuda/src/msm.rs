@@ -218,7 +218,10 @@ impl Probe {
 
 /// Entries per chunk in later summing rounds.
 const LATER_CHUNK: u32 = 16;
+/// Threads per block of the summing kernels (`SUM_THREADS` in msm.cu, which caps their registers).
 const BLOCK: u32 = 128;
+/// Threads per block of `window_sums` (`WINDOW_SUM_THREADS` in msm.cu).
+const WINDOW_SUM_THREADS: u32 = 32;
 
 /// The shape of one batch's bucket machinery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -490,7 +493,8 @@ fn batch<C: MsmCurve>(
     let mut sums = gpu.zeros::<C::Xyzz>(stream, windows as usize + 1)?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `G_window_sums(const Xyzz<F>* seg, uint32_t windows, uint32_t half, uint32_t segments,
-    // const Xyzz<F>* data, const uint32_t* count, const uint32_t* off, Xyzz<F>* out)`; out holds windows + 1.
+    // const Xyzz<F>* data, const uint32_t* count, const uint32_t* off, Xyzz<F>* out)`; one block of
+    // WINDOW_SUM_THREADS per window plus one for the ones bucket; out holds windows + 1.
     unsafe {
         stream
             .launch_builder(&ck.window_sums)
@@ -502,7 +506,11 @@ fn batch<C: MsmCurve>(
             .arg(&seg.count)
             .arg(&seg.off)
             .arg(&mut sums)
-            .launch(grid(windows as usize + 1, 32)?)
+            .launch(LaunchConfig {
+                grid_dim: (windows + 1, 1, 1),
+                block_dim: (WINDOW_SUM_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            })
     }
     .during("window_sums")?;
     probe.after(gpu, stream, "window_sums")?;
