@@ -1,0 +1,214 @@
+//! The kernels' field and curve arithmetic, compiled for the host (`kernels/host/check.cpp`, with the
+//! PTX carry chains emulated by `kernels/field/ptx.cuh`), against arkworks on fresh random inputs and
+//! edge values. Part of the CPU suite: it needs a C++17 compiler (`CXX`, else `c++`), not a GPU.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use ark_bls12_381::{Fq, Fq2, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
+use ark_ec::{AffineRepr, CurveGroup};
+use ark_ff::{AdditiveGroup, Field, One, UniformRand, Zero};
+use cuzk_field::{DeviceFq, DeviceFr, DeviceG1Affine, DeviceG2Affine, DeviceRepr};
+use cuzk_testkit::seeded_rng;
+use rand::{rngs::StdRng, Rng};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Builds the host check once per test process.
+fn binary() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let out = std::env::temp_dir().join(format!("cuzk-host-check-{}", std::process::id()));
+        let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+        let status = Command::new(&cxx)
+            .args(["-O1", "-std=c++17", "-I"])
+            .arg(root().join("kernels"))
+            .arg("-o")
+            .arg(&out)
+            .arg(root().join("kernels/host/check.cpp"))
+            .status()
+            .unwrap_or_else(|e| panic!("this test needs a C++17 compiler ({cxx}): {e}"));
+        assert!(status.success(), "compiling kernels/host/check.cpp failed");
+        out
+    })
+    .clone()
+}
+
+/// The bytes of u64 limbs: the kernels' little-endian u32 words.
+fn limb_bytes(limbs: &[u64]) -> Vec<u8> {
+    limbs.iter().flat_map(|l| l.to_le_bytes()).collect()
+}
+
+fn fr_bytes(x: &Fr) -> Vec<u8> {
+    limb_bytes(&DeviceFr::from_ark(x).limbs)
+}
+fn fq_bytes(x: &Fq) -> Vec<u8> {
+    limb_bytes(&DeviceFq::from_ark(x).limbs)
+}
+fn fq2_bytes(x: &Fq2) -> Vec<u8> {
+    [fq_bytes(&x.c0), fq_bytes(&x.c1)].concat()
+}
+fn g1_bytes(p: &G1Affine) -> Vec<u8> {
+    let d = DeviceG1Affine::from_ark(p);
+    [limb_bytes(&d.x.limbs), limb_bytes(&d.y.limbs)].concat()
+}
+fn g2_bytes(p: &G2Affine) -> Vec<u8> {
+    let d = DeviceG2Affine::from_ark(p);
+    [fq2_bytes(&d.x.to_ark_unchecked()), fq2_bytes(&d.y.to_ark_unchecked())].concat()
+}
+
+struct Reader(Vec<u8>, usize);
+
+impl Reader {
+    fn limbs<const N: usize>(&mut self) -> [u64; N] {
+        let mut out = [0u64; N];
+        for l in &mut out {
+            *l = u64::from_le_bytes(self.0[self.1..self.1 + 8].try_into().expect("8 bytes"));
+            self.1 += 8;
+        }
+        out
+    }
+    fn fr(&mut self) -> Fr {
+        DeviceFr { limbs: self.limbs() }.to_ark_checked(0).expect("Fr output not reduced")
+    }
+    fn fq(&mut self) -> Fq {
+        DeviceFq { limbs: self.limbs() }.to_ark_checked(0).expect("Fq output not reduced")
+    }
+    fn fq2(&mut self) -> Fq2 {
+        Fq2::new(self.fq(), self.fq())
+    }
+}
+
+/// An XYZZ point (x = X/ZZ, y = Y/ZZZ, identity when ZZ = 0) in arkworks, its coordinates consistent.
+fn xyzz<F: Field>(x: F, y: F, zz: F, zzz: F) -> Option<(F, F)> {
+    if zz.is_zero() {
+        return None;
+    }
+    assert_eq!(zz * zz * zz, zzz * zzz, "XYZZ output with ZZ^3 != ZZZ^2");
+    Some((x * zz.inverse().unwrap(), y * zzz.inverse().unwrap()))
+}
+
+fn edge_frs() -> Vec<Fr> {
+    let mut v = vec![Fr::zero(), Fr::one(), Fr::from(2u64), -Fr::one(), -Fr::from(2u64)];
+    v.extend((0..256).step_by(17).map(|k| Fr::from(2u64).pow([k as u64])));
+    v
+}
+
+fn edge_fqs() -> Vec<Fq> {
+    let mut v = vec![Fq::zero(), Fq::one(), Fq::from(2u64), -Fq::one(), -Fq::from(2u64)];
+    v.extend((0..384).step_by(23).map(|k| Fq::from(2u64).pow([k as u64])));
+    v
+}
+
+#[test]
+fn kernel_arithmetic_on_the_host_matches_arkworks() {
+    let mut rng = seeded_rng("host_kernels");
+    let n = 600usize;
+    let pick = |i: usize, edges: usize| i < edges;
+    let frs: Vec<(Fr, Fr)> = (0..n)
+        .map(|i| {
+            let e = edge_frs();
+            let a = if pick(i, e.len()) { e[i] } else { Fr::rand(&mut rng) };
+            let b = if i % 7 == 0 { e[rng.gen_range(0..e.len())] } else { Fr::rand(&mut rng) };
+            (a, b)
+        })
+        .collect();
+    let fqs: Vec<(Fq, Fq)> = (0..n)
+        .map(|i| {
+            let e = edge_fqs();
+            let a = if pick(i, e.len()) { e[i] } else { Fq::rand(&mut rng) };
+            let b = if i % 7 == 0 { e[rng.gen_range(0..e.len())] } else { Fq::rand(&mut rng) };
+            (a, b)
+        })
+        .collect();
+    let fq2s: Vec<(Fq2, Fq2)> = (0..n)
+        .map(|i| {
+            let e = edge_fqs();
+            let a = if i < e.len() { Fq2::new(e[i], e[(i * 5) % e.len()]) } else { Fq2::rand(&mut rng) };
+            (a, Fq2::rand(&mut rng))
+        })
+        .collect();
+    // Points: random pairs, plus q = p, q = -p and identities on either side.
+    fn pairs<A: AffineRepr>(rng: &mut StdRng, n: usize) -> Vec<(A, A, u32)> {
+        (0..n)
+            .map(|i| {
+                let p: A = A::Group::rand(rng).into_affine();
+                let q = match i % 10 {
+                    0 => p,
+                    1 => (-p.into_group()).into_affine(),
+                    2 => A::zero(),
+                    _ => A::Group::rand(rng).into_affine(),
+                };
+                let p = if i % 10 == 3 { A::zero() } else { p };
+                (p, q, rng.gen_range(0..1u32 << 20))
+            })
+            .collect()
+    }
+    let g1s: Vec<(G1Affine, G1Affine, u32)> = pairs(&mut rng, n);
+    let g2s: Vec<(G2Affine, G2Affine, u32)> = pairs(&mut rng, n);
+
+    let mut input = (n as u32).to_le_bytes().to_vec();
+    for (a, b) in &frs {
+        input.extend(fr_bytes(a).into_iter().chain(fr_bytes(b)));
+    }
+    for (a, b) in &fqs {
+        input.extend(fq_bytes(a).into_iter().chain(fq_bytes(b)));
+    }
+    for (a, b) in &fq2s {
+        input.extend(fq2_bytes(a).into_iter().chain(fq2_bytes(b)));
+    }
+    for (p, q, k) in &g1s {
+        input.extend(g1_bytes(p).into_iter().chain(g1_bytes(q)).chain(k.to_le_bytes()));
+    }
+    for (p, q, k) in &g2s {
+        input.extend(g2_bytes(p).into_iter().chain(g2_bytes(q)).chain(k.to_le_bytes()));
+    }
+    let mut child = Command::new(binary())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("running the host check");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().expect("host check output");
+    writer.join().expect("writer thread").expect("writing inputs");
+    assert!(out.status.success(), "host check exited with {}", out.status);
+    let mut r = Reader(out.stdout, 0);
+
+    for (i, (a, b)) in frs.iter().enumerate() {
+        let got = [r.fr(), r.fr(), r.fr(), r.fr()];
+        assert_eq!(got, [*a + b, *a - b, *a * b, a.square()], "Fr pair {i}: add, sub, mul, sqr");
+    }
+    for (i, (a, b)) in fqs.iter().enumerate() {
+        let got = [r.fq(), r.fq(), r.fq(), r.fq()];
+        assert_eq!(got, [*a + b, *a - b, *a * b, a.square()], "Fq pair {i}: add, sub, mul, sqr");
+    }
+    for (i, (a, b)) in fq2s.iter().enumerate() {
+        let got = [r.fq2(), r.fq2(), r.fq2(), r.fq2()];
+        assert_eq!(got, [*a + b, *a - b, *a * b, a.square()], "Fq2 pair {i}: add, sub, mul, sqr");
+    }
+    for (i, (p, q, k)) in g1s.iter().enumerate() {
+        let (p, q) = (p.into_group(), q.into_group());
+        let expected: [G1Projective; 5] =
+            [p + q, p.double() + q, p.double() + q.double(), p.double().double(), p * Fr::from(*k)];
+        for (j, e) in expected.iter().enumerate() {
+            let got = xyzz(r.fq(), r.fq(), r.fq(), r.fq());
+            let e = e.into_affine();
+            assert_eq!(got, e.xy(), "G1 pair {i}, output {j}");
+        }
+    }
+    for (i, (p, q, k)) in g2s.iter().enumerate() {
+        let (p, q) = (p.into_group(), q.into_group());
+        let expected: [G2Projective; 5] =
+            [p + q, p.double() + q, p.double() + q.double(), p.double().double(), p * Fr::from(*k)];
+        for (j, e) in expected.iter().enumerate() {
+            let got = xyzz(r.fq2(), r.fq2(), r.fq2(), r.fq2());
+            let e = e.into_affine();
+            assert_eq!(got, e.xy(), "G2 pair {i}, output {j}");
+        }
+    }
+    assert_eq!(r.1, r.0.len(), "host check wrote more than expected");
+}
