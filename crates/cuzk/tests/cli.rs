@@ -19,8 +19,21 @@ fn prove_reports_stages_and_verified_proofs() {
     assert_eq!(v["partitions"], 3);
     assert_eq!(v["proofs_verified"], 3);
     assert_eq!(v["constraints"], 126);
+    assert_eq!(v["synthesis_mode"], "full");
     for stage in ["synthesis", "witness_map", "msm_a", "msm_b_g2", "msm_h", "total"] {
         assert!(v["stages"][stage].as_f64().is_some_and(|s| s > 0.0), "stage {stage}: {}", v["stages"]);
+    }
+}
+
+#[test]
+fn witness_only_proofs_are_identical_to_ark_groth16_in_both_paths() {
+    for extra in [&[][..], &["--pipeline"][..]] {
+        let mut args = vec!["bench", "-k", "7", "-p", "2", "--repeat", "1", "--witness-only", "--json"];
+        args.extend_from_slice(extra);
+        let v = json(&cuzk(&args));
+        assert_eq!(v["synthesis_mode"], "witness-only", "{extra:?}");
+        assert_eq!(v["identical_to_arkworks"], true, "{extra:?}");
+        assert_eq!(v["proofs_verified"], 2, "{extra:?}");
     }
 }
 

@@ -350,6 +350,10 @@ struct Workload {
     /// With --pipeline, write the last run's timeline here as JSON lines (see `cuzk timeline`).
     #[arg(long, requires = "pipeline")]
     timeline: Option<std::path::PathBuf>,
+    /// Record the circuit's R1CS shape when loading the key, so partitions are synthesized
+    /// witness-only (the default synthesizes them in full).
+    #[arg(long)]
+    witness_only: bool,
 }
 
 #[derive(Serialize, Default, Clone, Copy)]
@@ -444,6 +448,8 @@ struct Output {
     log_constraints: u32,
     constraints: usize,
     partitions: usize,
+    /// "full" or "witness-only".
+    synthesis_mode: &'static str,
     keygen_seconds: f64,
     /// Wall time of proving all partitions (median over repetitions for `bench`).
     seconds: f64,
@@ -521,7 +527,11 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
     let t = Instant::now();
     let pk = Groth16::<Bls12_381>::generate_random_parameters_with_reduction(shape, &mut rng)?;
     let keygen_seconds = t.elapsed().as_secs_f64();
-    let key = engine.load_key(pk.clone())?;
+    let key = if w.witness_only {
+        engine.load_key_recording_shape(pk.clone(), shape)?
+    } else {
+        engine.load_key(pk.clone())?
+    };
     let randomness: Vec<(Fr, Fr)> =
         (0..w.partitions).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
 
@@ -590,6 +600,7 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
         log_constraints: w.log_constraints,
         constraints: shape.constraints,
         partitions,
+        synthesis_mode: engine.synthesis_mode(&key).name(),
         keygen_seconds,
         seconds: wall,
         seconds_per_partition: wall / partitions as f64,
@@ -608,6 +619,7 @@ fn print_table(o: &Output) {
         o.command, o.backend, o.log_constraints, o.constraints, o.partitions
     );
     println!("  key generation            {:>10.3} s", o.keygen_seconds);
+    println!("  synthesis mode            {:>10}", o.synthesis_mode);
     println!("  stages of partition 0:");
     for (name, secs) in o.stages.rows() {
         println!("    {name:<22}  {:>10.3} s", secs);
