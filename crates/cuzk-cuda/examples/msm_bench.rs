@@ -86,7 +86,10 @@ fn run<C: MsmCurve>(
     log_n: u32,
     ark_max: u32,
     rows: &mut Vec<Row>,
-    msm_ark: impl Fn(&[ark_ec::short_weierstrass::Affine<C::Config>], &[Fr]) -> ark_ec::short_weierstrass::Projective<C::Config>,
+    msm_ark: impl Fn(
+        &[ark_ec::short_weierstrass::Affine<C::Config>],
+        &[Fr],
+    ) -> ark_ec::short_weierstrass::Projective<C::Config>,
     base: impl Fn(usize) -> Vec<ark_ec::short_weierstrass::Affine<C::Config>>,
 ) -> Result<(), CudaError> {
     let n = 1usize << log_n;
@@ -97,7 +100,9 @@ fn run<C: MsmCurve>(
         let gpu = b.gpu();
         let host: Vec<GpuFr> = to_device_vec::<DeviceFr>(&k).into_iter().map(GpuFr).collect();
         let dk = gpu.upload(gpu.compute_stream(), &host)?;
-        let call = |probe: &mut Probe| msm::msm_probed::<C>(gpu, dev.buffer(), &dk.slice(..), &b.msm_config(), probe);
+        let call = |probe: &mut Probe| {
+            msm::msm_probed::<C>(gpu, dev.buffer(), &dk.slice(..), &b.msm_config(), probe)
+        };
         let got = call(&mut Probe::default())?;
         let mut uploads = Vec::new();
         for _ in 0..3 {
@@ -127,7 +132,12 @@ fn run<C: MsmCurve>(
             let t = Instant::now();
             let expected = msm_ark(&host_bases, &k);
             let ms = t.elapsed().as_secs_f64() * 1e3;
-            assert_eq!(expected.into_affine(), got.into_affine(), "{} 2^{log_n}: GPU and ark-ec differ", C::NAME);
+            assert_eq!(
+                expected.into_affine(),
+                got.into_affine(),
+                "{} 2^{log_n}: GPU and ark-ec differ",
+                C::NAME
+            );
             ms
         });
         let plan = Plan::new(n.min(b.msm_config().batch), b.msm_config().window_bits)?;
@@ -175,10 +185,24 @@ fn main() {
     let mut rows = Vec::new();
     let result = (|| -> Result<(), CudaError> {
         for &log_n in &sizes {
-            run::<G1>(&b, log_n, ark_max, &mut rows, |p, s| G1Projective::msm(p, s).expect("lengths"), bases::<G1Projective>)?;
+            run::<G1>(
+                &b,
+                log_n,
+                ark_max,
+                &mut rows,
+                |p, s| G1Projective::msm(p, s).expect("lengths"),
+                bases::<G1Projective>,
+            )?;
         }
         for &log_n in sizes.iter().filter(|&&l| l <= 24) {
-            run::<G2>(&b, log_n, ark_max.min(22), &mut rows, |p, s| G2Projective::msm(p, s).expect("lengths"), bases::<G2Projective>)?;
+            run::<G2>(
+                &b,
+                log_n,
+                ark_max.min(22),
+                &mut rows,
+                |p, s| G2Projective::msm(p, s).expect("lengths"),
+                bases::<G2Projective>,
+            )?;
         }
         Ok(())
     })();

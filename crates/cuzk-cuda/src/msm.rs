@@ -302,11 +302,11 @@ fn scan(
     if blocks > 1 {
         let scanned = scan(gpu, k, stream, &sums, probe)?;
         probe.before(gpu, stream)?;
-    // SAFETY: matches `scan_add(uint32_t* out, const uint32_t* scanned_sums, uint32_t n)`; one block per
+        // SAFETY: matches `scan_add(uint32_t* out, const uint32_t* scanned_sums, uint32_t n)`; one block per
         // 1024 elements of out, each reading its entry of scanned_sums (blocks entries).
         unsafe { stream.launch_builder(&k.scan_add).arg(&mut out).arg(&scanned).arg(&n32).launch(cfg) }
             .during("scan_add")?;
-    probe.after(gpu, stream, "scan_add")?;
+        probe.after(gpu, stream, "scan_add")?;
     }
     Ok(out)
 }
@@ -442,7 +442,7 @@ fn batch<C: MsmCurve>(
         let next_items = items / LATER_CHUNK as usize + buckets as usize;
         let mut out = gpu.zeros::<C::Xyzz>(stream, next_items)?;
         probe.before(gpu, stream)?;
-    // SAFETY: matches `G_sum_xyzz(const Xyzz<F>* in, const uint32_t* count, const uint32_t* off,
+        // SAFETY: matches `G_sum_xyzz(const Xyzz<F>* in, const uint32_t* count, const uint32_t* off,
         // const uint32_t* off_next, uint32_t buckets, uint32_t L, Xyzz<F>* out)`; the ranges read lie in
         // `in` (the previous round's output, `items` long); writes as in the first round, bounded by
         // next_items.
@@ -459,7 +459,7 @@ fn batch<C: MsmCurve>(
                 .launch(grid(next_items, BLOCK)?)
         }
         .during("sum_xyzz")?;
-    probe.after(gpu, stream, "sum_xyzz")?;
+        probe.after(gpu, stream, "sum_xyzz")?;
         data = out;
         items = next_items;
         seg = next;
@@ -547,7 +547,8 @@ pub fn msm_probed<C: MsmCurve>(
     let mut pending: Option<usize> = None;
     for (i, start) in (0..n).step_by(batch_len).enumerate() {
         let end = (start + batch_len).min(n);
-        let sums = batch::<C>(gpu, stream, &bases.slice(start..end), &scalars.slice(start..end), &plan, probe)?;
+        let sums =
+            batch::<C>(gpu, stream, &bases.slice(start..end), &scalars.slice(start..end), &plan, probe)?;
         let slot = i % 2;
         stream.memcpy_dtoh(&sums, &mut host[slot]).during("copying window sums")?;
         if let Some(prev) = pending.replace(slot) {
