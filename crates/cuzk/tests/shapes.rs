@@ -209,3 +209,52 @@ fn a_store_without_a_shape_falls_back_to_full_synthesis_and_a_bad_shape_file_is_
     let err = e.load_key_from_store(&store, "no-such-shape").unwrap_err();
     assert!(matches!(err, Error::Store(cuzk::keystore::Error::NotFound { .. })), "{err}");
 }
+
+/// Generates a key for porep-like partitions of `2^k` rows, saves it and the recorded shape to a key
+/// store on disk, loads both back through the engine, and proves and verifies ten partitions
+/// witness-only.
+fn ten_porep_partitions_through_a_key_store(k: u32, test: &str) {
+    const PARTITIONS: u64 = 10;
+    let mut rng = seeded_rng(test);
+    let seed = rng.next_u64();
+    let circuits: Vec<PorepLike> =
+        (0..PARTITIONS).map(|p| PorepLike::for_log_constraints(k, seed, p).unwrap()).collect();
+    let id = circuits[0].params.shape_id();
+
+    let dir = TempDir::new(test);
+    let store = KeyStore::open(&dir.0).unwrap();
+    store.save(&id, &keygen(circuits[0], &mut rng)).unwrap();
+    store.save_shape(&id, &R1csShape::record(circuits[0]).unwrap()).unwrap();
+
+    let e = engine();
+    let (key, _) = e.load_key_from_store(&store, &id).unwrap();
+    assert_eq!(e.synthesis_mode(&key), SynthesisMode::WitnessOnly);
+    let randomness: Vec<(Fr, Fr)> =
+        (0..PARTITIONS).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
+    let reports = e.prove_partitions_report(&key, circuits.clone(), randomness).unwrap();
+
+    assert_eq!(reports.len(), PARTITIONS as usize);
+    for (p, (c, report)) in circuits.iter().zip(&reports).enumerate() {
+        assert_eq!(report.counts.rows(), 1 << k, "partition {p}");
+        assert_eq!(report.synthesis_mode, SynthesisMode::WitnessOnly, "partition {p}");
+        assert!(e.verify(&key, &report.proof, &c.public_input_values()).unwrap(), "partition {p}");
+    }
+    // Each proof is bound to its own partition's public inputs.
+    let inputs0 = circuits[0].public_input_values();
+    let other = circuits.iter().position(|c| c.public_input_values() != inputs0).expect("partitions differ");
+    assert!(!e.verify(&key, &reports[0].proof, &circuits[other].public_input_values()).unwrap());
+}
+
+/// The CPU suite's size: 2^14 rows has the profile of 2^16 (Poseidon labels with 2 + 2 parents, depth-12
+/// Merkle paths), with 3 challenges per partition instead of 15.
+#[test]
+fn ten_porep_like_partitions_prove_witness_only_from_a_key_store() {
+    ten_porep_partitions_through_a_key_store(14, "porep_store_2_14");
+}
+
+/// The full size; run in release: `cargo test --release -p cuzk --test shapes -- --ignored`.
+#[test]
+#[ignore = "2^16 rows x 10 partitions: minutes in the test profile; run with --release -- --ignored"]
+fn ten_porep_like_partitions_of_2_16_rows_prove_witness_only_from_a_key_store() {
+    ten_porep_partitions_through_a_key_store(16, "porep_store_2_16");
+}
