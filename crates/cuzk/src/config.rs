@@ -48,12 +48,17 @@ pub struct Config {
     pub check_witness: bool,
     /// Verify every proof against the key's verifying key before returning it (on by default).
     pub verify_proofs: bool,
+    /// Synthesize witness-only when the key carries a recorded R1CS shape (on by default): the circuit
+    /// only assigns its variables and `a`, `b`, `c` come from the shape's matrices, which always
+    /// includes the satisfaction check. Off, every partition builds its own matrices (full synthesis).
+    /// Keys without a shape are synthesized in full either way.
+    pub witness_only: bool,
 }
 
 impl Default for Config {
     /// The best backend available, with every check on.
     fn default() -> Self {
-        Self { backend: BackendKind::Auto, check_witness: true, verify_proofs: true }
+        Self { backend: BackendKind::Auto, check_witness: true, verify_proofs: true, witness_only: true }
     }
 }
 

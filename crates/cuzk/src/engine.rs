@@ -8,7 +8,8 @@ use ark_ff::UniformRand;
 use ark_groth16::{Proof, ProvingKey, VerifyingKey};
 use ark_relations::gr1cs::ConstraintSynthesizer;
 use cuzk_groth16::{CpuBackend, PolyBackend, PreparedKey, ProveOptions, StageTimes};
-use cuzk_synth::{Counts, SynthesisOptions};
+use cuzk_keystore::{KeyStore, LoadReport};
+use cuzk_synth::{Counts, R1csShape, SynthError, SynthesisOptions, Synthesized};
 use rand::{CryptoRng, RngCore};
 use rayon::prelude::*;
 
@@ -26,10 +27,15 @@ pub(crate) enum KeyInner {
     Cpu(PreparedKey<CpuBackend>),
 }
 
-/// A proving key resident in an engine's backend. Cheap to clone; shared by every proof that uses it.
+/// A proving key resident in an engine's backend, optionally with the recorded R1CS shape of its
+/// circuit. Cheap to clone; shared by every proof that uses it.
+///
+/// With a shape, the engine synthesizes partitions witness-only (see [`SynthesisMode`]); without one it
+/// synthesizes them in full.
 #[derive(Clone)]
 pub struct Key {
     pub(crate) inner: Arc<KeyInner>,
+    shape: Option<Arc<R1csShape>>,
 }
 
 impl std::fmt::Debug for Key {
@@ -37,11 +43,32 @@ impl std::fmt::Debug for Key {
         f.debug_struct("Key")
             .field("backend", &self.backend_name())
             .field("domain_size", &self.domain_size())
+            .field("shape", &self.shape.as_ref().map(|s| s.counts()))
             .finish()
     }
 }
 
 impl Key {
+    /// The recorded R1CS shape attached to this key, if any.
+    pub fn shape(&self) -> Option<&Arc<R1csShape>> {
+        self.shape.as_ref()
+    }
+
+    /// This key with `shape` attached, so partitions are synthesized witness-only against it. The
+    /// shape's counts must be the key's (instance, witness and all variables, NTT domain size);
+    /// otherwise the first count that differs is named. The key's bases are shared, not copied.
+    pub fn with_shape(&self, shape: Arc<R1csShape>) -> Result<Key, Error> {
+        match &*self.inner {
+            KeyInner::Cpu(k) => k.check_fits(&shape.counts())?,
+        }
+        Ok(Key { inner: self.inner.clone(), shape: Some(shape) })
+    }
+
+    /// This key without a shape: partitions are synthesized in full. The key's bases are shared.
+    pub fn without_shape(&self) -> Key {
+        Key { inner: self.inner.clone(), shape: None }
+    }
+
     /// The verifying key that matches this proving key.
     pub fn vk(&self) -> &VerifyingKey<Bls12_381> {
         match &*self.inner {
@@ -63,6 +90,59 @@ impl Key {
     }
 }
 
+/// How a partition's circuit was synthesized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SynthesisMode {
+    /// The circuit built its own R1CS matrices (`cuzk_synth::synthesize`): the key carries no recorded
+    /// shape, or [`Config::witness_only`] is off.
+    Full,
+    /// The circuit only assigned its variables; `a`, `b`, `c` came from the key's recorded shape
+    /// (`cuzk_synth::synthesize_witness_only`), always with the satisfaction check.
+    WitnessOnly,
+}
+
+impl SynthesisMode {
+    /// "full" or "witness-only".
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::WitnessOnly => "witness-only",
+        }
+    }
+}
+
+impl std::fmt::Display for SynthesisMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Synthesizes one partition: witness-only against `shape` when there is one, in full otherwise.
+///
+/// Witness-only synthesis always checks that the witness satisfies the shape's constraints, whatever
+/// `options` say: the matrices are the key's, not the circuit's, so this check is what refuses a
+/// circuit of another shape with equal variable counts.
+pub(crate) fn synthesize_partition<C: ConstraintSynthesizer<Fr>>(
+    shape: Option<&R1csShape>,
+    circuit: C,
+    options: &SynthesisOptions,
+) -> Result<(Synthesized, SynthesisMode), Error> {
+    let Some(shape) = shape else {
+        return Ok((cuzk_synth::synthesize(circuit, options)?, SynthesisMode::Full));
+    };
+    let checked = SynthesisOptions { check_satisfied: true };
+    match cuzk_synth::synthesize_witness_only(circuit, shape, &checked) {
+        Ok((syn, _peak)) => Ok((syn, SynthesisMode::WitnessOnly)),
+        Err(SynthError::ShapeMismatch { what, shape, circuit }) => {
+            Err(Error::ShapeMismatch { what, shape, circuit })
+        }
+        Err(SynthError::Unsatisfied { index, num_constraints }) => {
+            Err(Error::ShapeUnsatisfied { index, num_constraints })
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
 /// A proof with what it took to make it.
 #[derive(Debug, Clone)]
 pub struct ProofReport {
@@ -72,6 +152,8 @@ pub struct ProofReport {
     pub counts: Counts,
     /// Circuit synthesis (witness generation and a, b, c evaluation).
     pub synthesis: Duration,
+    /// Whether synthesis was full or witness-only.
+    pub synthesis_mode: SynthesisMode,
     /// The prover's stages.
     pub stages: StageTimes,
     /// Synthesis plus proving.
@@ -153,15 +235,74 @@ impl Engine {
     }
 
     /// Checks a proving key and makes it resident in the backend (its bases move into backend memory).
+    /// The key has no shape, so its partitions are synthesized in full; see
+    /// [`Engine::load_key_with_shape`] and [`Engine::load_key_from_store`] for witness-only synthesis.
     pub fn load_key(&self, pk: ProvingKey<Bls12_381>) -> Result<Key, Error> {
         let inner = match &self.backend {
             Backends::Cpu(b) => KeyInner::Cpu(PreparedKey::new(b, pk)?),
         };
-        Ok(Key { inner: Arc::new(inner) })
+        Ok(Key { inner: Arc::new(inner), shape: None })
+    }
+
+    /// As [`Engine::load_key`], with the recorded R1CS shape of the key's circuit attached (see
+    /// [`Key::with_shape`]), so partitions are synthesized witness-only.
+    pub fn load_key_with_shape(
+        &self,
+        pk: ProvingKey<Bls12_381>,
+        shape: Arc<R1csShape>,
+    ) -> Result<Key, Error> {
+        self.load_key(pk)?.with_shape(shape)
+    }
+
+    /// As [`Engine::load_key_with_shape`], recording the shape from `circuit` (any circuit of the
+    /// key's shape; no witness is needed, so the key-generation circuit serves).
+    pub fn load_key_recording_shape<C: ConstraintSynthesizer<Fr>>(
+        &self,
+        pk: ProvingKey<Bls12_381>,
+        circuit: C,
+    ) -> Result<Key, Error> {
+        let shape = R1csShape::record(circuit)?;
+        self.load_key_with_shape(pk, Arc::new(shape))
+    }
+
+    /// Loads the proving key stored under `shape_id` and, when the store holds one, the recorded R1CS
+    /// shape under the same id, and makes the key resident. With a shape the key proves with
+    /// witness-only synthesis; without one it falls back to full synthesis. A shape file that exists
+    /// but cannot be read, or that does not fit the key, is an error, never silently ignored.
+    /// The report is the key file's load.
+    pub fn load_key_from_store(&self, store: &KeyStore, shape_id: &str) -> Result<(Key, LoadReport), Error> {
+        let (pk, report) = store.load(shape_id)?;
+        let shape =
+            if store.contains_shape(shape_id)? { Some(Arc::new(store.load_shape(shape_id)?)) } else { None };
+        let key = self.load_key(pk)?;
+        let key = match shape {
+            Some(shape) => key.with_shape(shape)?,
+            None => key,
+        };
+        Ok((key, report))
+    }
+
+    /// The shape partitions of `key` are synthesized against: the key's, unless witness-only synthesis
+    /// is turned off.
+    fn shape_for<'k>(&self, key: &'k Key) -> Option<&'k Arc<R1csShape>> {
+        key.shape.as_ref().filter(|_| self.config.witness_only)
+    }
+
+    /// How partitions of `key` are synthesized by this engine.
+    pub fn synthesis_mode(&self, key: &Key) -> SynthesisMode {
+        match self.shape_for(key) {
+            Some(_) => SynthesisMode::WitnessOnly,
+            None => SynthesisMode::Full,
+        }
     }
 
     /// Proves `circuit` with blinding scalars `r` and `s`: exactly the proof of
     /// `ark_groth16::Groth16::<Bls12_381>::create_proof_with_reduction(circuit, &pk, r, s)`.
+    ///
+    /// When the key carries a recorded shape (and [`Config::witness_only`] is on), the circuit is
+    /// synthesized witness-only against it; a circuit of other variable counts is refused with
+    /// [`Error::ShapeMismatch`], one whose witness does not satisfy the shape with
+    /// [`Error::ShapeUnsatisfied`]. The proof is the same either way.
     pub fn prove_with_randomness<C>(
         &self,
         key: &Key,
@@ -181,14 +322,22 @@ impl Engine {
         C: ConstraintSynthesizer<Fr> + Send + 'static,
     {
         let start = Instant::now();
-        let syn = cuzk_synth::synthesize(circuit, &self.synthesis_options())?;
+        let (syn, synthesis_mode) =
+            synthesize_partition(self.shape_for(key).map(|s| &**s), circuit, &self.synthesis_options())?;
         let synthesis = start.elapsed();
         let (proof, stages) = match (&self.backend, &*key.inner) {
             (Backends::Cpu(b), KeyInner::Cpu(k)) => {
                 cuzk_groth16::prove(b, k, &syn, r, s, &self.prove_options())?
             }
         };
-        Ok(ProofReport { proof, counts: syn.counts(), synthesis, stages, total: start.elapsed() })
+        Ok(ProofReport {
+            proof,
+            counts: syn.counts(),
+            synthesis,
+            synthesis_mode,
+            stages,
+            total: start.elapsed(),
+        })
     }
 
     /// Proves `circuit` with fresh blinding scalars `r` then `s` drawn from `rng`.
@@ -270,7 +419,8 @@ impl Engine {
     /// Proves the partitions through the scheduler: `sched.partition_workers` CPU workers synthesize
     /// while the backend proves partitions already synthesized (one at a time, with all cores), and
     /// every step lands on the returned timeline. Blinding scalars are given per partition. The proofs
-    /// equal [`Engine::prove_partitions_report`]'s.
+    /// equal [`Engine::prove_partitions_report`]'s, and synthesis is witness-only under the same
+    /// condition.
     pub fn prove_pipelined<C>(
         &self,
         key: &Key,
@@ -284,8 +434,10 @@ impl Engine {
         if randomness.len() != circuits.len() {
             return Err(Error::RandomnessCount { partitions: circuits.len(), pairs: randomness.len() });
         }
+        let synthesis_mode = self.synthesis_mode(key);
         let stages = crate::pipeline::CpuStages::<C> {
             key: key.clone(),
+            shape: self.shape_for(key).cloned(),
             synthesis: self.synthesis_options(),
             prove: self.prove_options(),
             circuit: std::marker::PhantomData,
@@ -294,7 +446,7 @@ impl Engine {
         let inputs = circuits.into_iter().zip(randomness).map(|(c, (r, s))| (c, r, s)).collect();
         let proofs =
             scheduler.submit(cuzk_sched::JobId(0), cuzk_sched::Priority::Normal, None, inputs)?.wait()?;
-        Ok(crate::PipelineRun { proofs, timeline: scheduler.timeline().clone() })
+        Ok(crate::PipelineRun { proofs, synthesis_mode, timeline: scheduler.timeline().clone() })
     }
 
     /// Verifies a proof against the key's verifying key.

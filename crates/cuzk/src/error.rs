@@ -18,6 +18,35 @@ pub enum Error {
     /// The circuit failed to synthesize, or its witness does not satisfy it.
     #[error(transparent)]
     Synthesis(#[from] SynthError),
+    /// Witness-only synthesis: the circuit's variable counts are not those of the key's recorded shape.
+    #[error(
+        "the circuit does not have the key's recorded R1CS shape: it has {circuit} {what}, the shape has \
+         {shape}; prove it with a key made for its own shape"
+    )]
+    ShapeMismatch {
+        /// "instance variables" or "witness variables".
+        what: &'static str,
+        /// The shape's count.
+        shape: usize,
+        /// The circuit's count.
+        circuit: usize,
+    },
+    /// Witness-only synthesis: the circuit's witness does not satisfy a constraint of the key's recorded
+    /// shape. Either the circuit is of another shape with the same variable counts, or its witness is
+    /// wrong; no proof is made either way.
+    #[error(
+        "the circuit's witness does not satisfy constraint {index} of {num_constraints} of the key's \
+         recorded R1CS shape (a·b != c): the circuit is not of the key's shape, or its witness is wrong"
+    )]
+    ShapeUnsatisfied {
+        /// Index of the first unsatisfied constraint of the shape.
+        index: usize,
+        /// Constraints in the shape.
+        num_constraints: usize,
+    },
+    /// Loading a key or a shape from a key store failed.
+    #[error("key store: {0}")]
+    Store(#[from] cuzk_keystore::Error),
     /// Proving failed: a key that does not fit, a backend failure, or a failed self-check.
     #[error(transparent)]
     Prove(#[from] ProveError),

@@ -7,7 +7,7 @@ mod error;
 mod pipeline;
 
 pub use config::{BackendKind, Config};
-pub use engine::{Engine, Key, ProofReport};
+pub use engine::{Engine, Key, ProofReport, SynthesisMode};
 pub use error::Error;
 pub use pipeline::PipelineRun;
 
@@ -18,7 +18,10 @@ pub use ark_bls12_381::{Bls12_381, Fr};
 pub use ark_groth16::{Proof, ProvingKey, VerifyingKey};
 pub use ark_relations::gr1cs::{ConstraintSynthesizer, SynthesisError};
 pub use cuzk_groth16::StageTimes;
-pub use cuzk_synth::Counts;
+pub use cuzk_synth::{Counts, R1csShape};
+
+/// The proving-key store: keys and recorded R1CS shapes on disk, for [`Engine::load_key_from_store`].
+pub use cuzk_keystore as keystore;
 
 /// The layers below the facade, for users who need more than the engine.
 pub mod layers {

@@ -13,14 +13,16 @@ use ark_groth16::Proof;
 use ark_relations::gr1cs::ConstraintSynthesizer;
 use cuzk_groth16::{ProveOptions, StageTimes};
 use cuzk_sched::{KernelLog, PartitionRef, Placement, StageError, Stages};
-use cuzk_synth::{SynthesisOptions, Synthesized};
+use cuzk_synth::{R1csShape, SynthesisOptions, Synthesized};
 
-use crate::engine::KeyInner;
-use crate::Key;
+use crate::engine::{synthesize_partition, KeyInner};
+use crate::{Key, SynthesisMode};
 
 /// The CPU engine's partition stages for the scheduler.
 pub(crate) struct CpuStages<C> {
     pub(crate) key: Key,
+    /// The shape to synthesize witness-only against; `None` for full synthesis.
+    pub(crate) shape: Option<Arc<R1csShape>>,
     pub(crate) synthesis: SynthesisOptions,
     pub(crate) prove: ProveOptions,
     pub(crate) circuit: PhantomData<fn(C)>,
@@ -59,7 +61,7 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for CpuStages<C> {
     }
 
     fn synthesize(&self, _part: PartitionRef, (circuit, r, s): Self::Input) -> Result<Partition, StageError> {
-        let syn = cuzk_synth::synthesize(circuit, &self.synthesis)
+        let (syn, _mode) = synthesize_partition(self.shape.as_deref(), circuit, &self.synthesis)
             .map_err(|e| stage_error("synthesis")(e.to_string()))?;
         Ok(Partition { syn, r, s })
     }
@@ -93,6 +95,8 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for CpuStages<C> {
 pub struct PipelineRun {
     /// One proof per partition, in order.
     pub proofs: Vec<Proof<Bls12_381>>,
+    /// How every partition was synthesized.
+    pub synthesis_mode: SynthesisMode,
     /// Every step of every partition.
     pub timeline: Arc<cuzk_sched::Timeline>,
 }

@@ -19,8 +19,21 @@ fn prove_reports_stages_and_verified_proofs() {
     assert_eq!(v["partitions"], 3);
     assert_eq!(v["proofs_verified"], 3);
     assert_eq!(v["constraints"], 126);
+    assert_eq!(v["synthesis_mode"], "full");
     for stage in ["synthesis", "witness_map", "msm_a", "msm_b_g2", "msm_h", "total"] {
         assert!(v["stages"][stage].as_f64().is_some_and(|s| s > 0.0), "stage {stage}: {}", v["stages"]);
+    }
+}
+
+#[test]
+fn witness_only_proofs_are_identical_to_ark_groth16_in_both_paths() {
+    for extra in [&[][..], &["--pipeline"][..]] {
+        let mut args = vec!["bench", "-k", "7", "-p", "2", "--repeat", "1", "--witness-only", "--json"];
+        args.extend_from_slice(extra);
+        let v = json(&cuzk(&args));
+        assert_eq!(v["synthesis_mode"], "witness-only", "{extra:?}");
+        assert_eq!(v["identical_to_arkworks"], true, "{extra:?}");
+        assert_eq!(v["proofs_verified"], 2, "{extra:?}");
     }
 }
 
@@ -164,6 +177,15 @@ fn keygen_saves_a_key_and_a_shape_that_load_back() {
     let (pk, _) = store.load(id).unwrap();
     assert_eq!(pk.a_query.len(), 2 + 255, "instance (1, one input) and witness (255) variables");
     assert_eq!(store.load_shape(id).unwrap().counts().constraints, 254);
+    let args =
+        ["bench", "load", "--circuit", "synthetic", "-k", "8", "--key-dir", d, "--repeat", "2", "--json"];
+    let v = json(&cuzk(&args));
+    assert_eq!(v["shape_id"], id);
+    assert_eq!(v["synthesis_mode"], "witness-only", "the engine attaches the stored shape");
+    assert_eq!(v["key_bytes"], std::fs::metadata(store.path_for(id).unwrap()).unwrap().len());
+    assert!(v["engine_load_seconds"].as_f64().is_some_and(|s| s > 0.0));
+    let missing = cuzk(&["bench", "load", "--circuit", "synthetic", "-k", "9", "--key-dir", d]);
+    assert!(!missing.status.success() && String::from_utf8_lossy(&missing.stderr).contains("no such file"));
     let text = cuzk(&["keygen", "--circuit", "porep-like", "-k", "10", "--key-dir", d]);
     assert!(text.status.success() && String::from_utf8_lossy(&text.stdout).contains("key generation"));
     assert_eq!(store.shapes().unwrap().len(), 2);

@@ -58,6 +58,75 @@ enum Command {
 enum BenchWhat {
     /// Synthesize partitions (no proving) and report the rate, full or witness-only.
     Synth(SynthArgs),
+    /// Load a key and its recorded shape from a key store (written by `cuzk keygen`) into the engine,
+    /// and report the times and throughput.
+    Load(LoadArgs),
+}
+
+#[derive(Args)]
+struct LoadArgs {
+    #[command(flatten)]
+    circuit: CircuitChoice,
+    /// The key store's directory.
+    #[arg(long, default_value = "cuzk-keys")]
+    key_dir: std::path::PathBuf,
+    /// Timed loads (the median is reported; the file is in the page cache after the first).
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct LoadOutput {
+    command: &'static str,
+    circuit: &'static str,
+    shape_id: String,
+    log_constraints: u32,
+    constraints: usize,
+    synthesis_mode: &'static str,
+    key_bytes: u64,
+    key_bytes_per_constraint: f64,
+    /// Median key-file load (read, checksum, decode).
+    key_file_seconds: f64,
+    key_file_gb_per_s: f64,
+    /// Median of the whole `Engine::load_key_from_store` (key file, shape file, making the key resident).
+    engine_load_seconds: f64,
+    repeats: usize,
+}
+
+fn bench_load(a: &LoadArgs) -> Result<LoadOutput, Box<dyn std::error::Error>> {
+    let shape_id = a.circuit.shape_id()?;
+    let store = cuzk_keystore::KeyStore::open(&a.key_dir)?;
+    let engine = Engine::new(Config::cpu())?;
+    let (mut file, mut whole) = (Vec::new(), Vec::new());
+    let mut last = None;
+    for _ in 0..a.repeat.max(1) {
+        drop(last.take());
+        let t = Instant::now();
+        let (key, report) = engine.load_key_from_store(&store, &shape_id)?;
+        whole.push(t.elapsed().as_secs_f64());
+        file.push(report.seconds);
+        last = Some((key, report.bytes));
+    }
+    let (key, bytes) = last.ok_or("no load ran")?;
+    let constraints = key.shape().map(|s| s.counts().constraints).unwrap_or_default();
+    let key_file_seconds = median(file);
+    Ok(LoadOutput {
+        command: "bench load",
+        circuit: a.circuit.name(),
+        shape_id,
+        log_constraints: a.circuit.log_constraints,
+        constraints,
+        synthesis_mode: engine.synthesis_mode(&key).name(),
+        key_bytes: bytes,
+        key_bytes_per_constraint: if constraints > 0 { bytes as f64 / constraints as f64 } else { 0.0 },
+        key_file_seconds,
+        key_file_gb_per_s: if key_file_seconds > 0.0 { bytes as f64 / key_file_seconds / 1e9 } else { 0.0 },
+        engine_load_seconds: median(whole),
+        repeats: a.repeat.max(1),
+    })
 }
 
 /// A built-in circuit at a size.
@@ -350,6 +419,10 @@ struct Workload {
     /// With --pipeline, write the last run's timeline here as JSON lines (see `cuzk timeline`).
     #[arg(long, requires = "pipeline")]
     timeline: Option<std::path::PathBuf>,
+    /// Record the circuit's R1CS shape when loading the key, so partitions are synthesized
+    /// witness-only (the default synthesizes them in full).
+    #[arg(long)]
+    witness_only: bool,
 }
 
 #[derive(Serialize, Default, Clone, Copy)]
@@ -444,6 +517,8 @@ struct Output {
     log_constraints: u32,
     constraints: usize,
     partitions: usize,
+    /// "full" or "witness-only".
+    synthesis_mode: &'static str,
     keygen_seconds: f64,
     /// Wall time of proving all partitions (median over repetitions for `bench`).
     seconds: f64,
@@ -521,7 +596,11 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
     let t = Instant::now();
     let pk = Groth16::<Bls12_381>::generate_random_parameters_with_reduction(shape, &mut rng)?;
     let keygen_seconds = t.elapsed().as_secs_f64();
-    let key = engine.load_key(pk.clone())?;
+    let key = if w.witness_only {
+        engine.load_key_recording_shape(pk.clone(), shape)?
+    } else {
+        engine.load_key(pk.clone())?
+    };
     let randomness: Vec<(Fr, Fr)> =
         (0..w.partitions).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
 
@@ -590,6 +669,7 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
         log_constraints: w.log_constraints,
         constraints: shape.constraints,
         partitions,
+        synthesis_mode: engine.synthesis_mode(&key).name(),
         keygen_seconds,
         seconds: wall,
         seconds_per_partition: wall / partitions as f64,
@@ -608,6 +688,7 @@ fn print_table(o: &Output) {
         o.command, o.backend, o.log_constraints, o.constraints, o.partitions
     );
     println!("  key generation            {:>10.3} s", o.keygen_seconds);
+    println!("  synthesis mode            {:>10}", o.synthesis_mode);
     println!("  stages of partition 0:");
     for (name, secs) in o.stages.rows() {
         println!("    {name:<22}  {:>10.3} s", secs);
@@ -671,6 +752,20 @@ fn main() {
                 if let Some(p) = o.peak_bytes_per_partition {
                     println!("  peak per partition   {:>10.1} MiB (estimate)", p as f64 / (1 << 20) as f64);
                 }
+            })
+        }
+        Command::Bench { what: Some(BenchWhat::Load(a)), .. } => {
+            return finish(a.json, bench_load(a), |o| {
+                println!(
+                    "cuzk bench load: {} 2^{} rows ({} constraints), shape {}, median of {}",
+                    o.circuit, o.log_constraints, o.constraints, o.shape_id, o.repeats
+                );
+                println!(
+                    "  key file        {:>10.3} s  {} bytes ({:.0} per constraint), {:.2} GB/s",
+                    o.key_file_seconds, o.key_bytes, o.key_bytes_per_constraint, o.key_file_gb_per_s
+                );
+                println!("  engine load     {:>10.3} s  (key, shape, resident)", o.engine_load_seconds);
+                println!("  synthesis mode  {:>10}", o.synthesis_mode);
             })
         }
         Command::Prove(w) => (w, run(w, None, false)),
