@@ -16,8 +16,8 @@ use rayon::prelude::*;
 use crate::{BackendKind, Config, Error};
 
 /// Why the CUDA backend cannot be used by this build.
-const CUDA_MISSING: &str =
-    "CUDA backend not built: the GPU kernels cover the witness map so far, not the MSMs a proof needs";
+const CUDA_MISSING: &str = "CUDA backend not built into the engine yet: cuzk_cuda::CudaBackend proves \
+     through cuzk_groth16::prove, but the engine does not route keys and partitions to it";
 
 enum Backends {
     Cpu(CpuBackend),
