@@ -53,20 +53,7 @@ fn scalars(n: usize, bits: bool, seed: u64) -> Vec<Fr> {
 fn bases<G: CurveGroup<ScalarField = Fr>>(n: usize) -> Vec<G::Affine> {
     let mut rng = StdRng::seed_from_u64(1);
     let (r, s) = (G::rand(&mut rng), G::rand(&mut rng));
-    let chunk = 1 << 16;
-    let points: Vec<G> = (0..n.div_ceil(chunk))
-        .into_par_iter()
-        .flat_map_iter(|c| {
-            let start = c * chunk;
-            let mut p = r + s * Fr::from(start as u64);
-            (start..(start + chunk).min(n)).map(move |_| {
-                let q = p;
-                p += s;
-                q
-            })
-        })
-        .collect();
-    G::normalize_batch(&points)
+    cuzk_testkit::progression(n, r, s)
 }
 
 struct Row {

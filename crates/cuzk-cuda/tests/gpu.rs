@@ -384,24 +384,10 @@ fn msm_every_window_width_and_small_batches_agree() {
     }
 }
 
-/// Bases `R + i·S` (consecutive points of a random line), for which the MSM has the closed form
-/// `(Σ k_i)·R + (Σ i·k_i)·S`: an oracle for sizes where ark-ec's MSM would take minutes.
+/// Bases `R + i·S` for random `R`, `S`, with [`closed_form`] as the oracle.
 fn progression<G: CurveGroup<ScalarField = Fr>>(n: usize, rng: &mut StdRng) -> (Vec<G::Affine>, G, G) {
     let (r, s) = (G::rand(rng), G::rand(rng));
-    let chunk = 1 << 16;
-    let points: Vec<G> = (0..n.div_ceil(chunk))
-        .into_par_iter()
-        .flat_map_iter(|c| {
-            let start = c * chunk;
-            let mut p = r + s * Fr::from(start as u64);
-            (start..(start + chunk).min(n)).map(move |_| {
-                let q = p;
-                p += s;
-                q
-            })
-        })
-        .collect();
-    (G::normalize_batch(&points), r, s)
+    (cuzk_testkit::progression(n, r, s), r, s)
 }
 
 fn closed_form<G: CurveGroup<ScalarField = Fr>>(k: &[Fr], r: G, s: G) -> G {

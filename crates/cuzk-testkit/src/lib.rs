@@ -2,9 +2,11 @@
 #![forbid(unsafe_code)]
 
 mod gadgets;
+mod points;
 
 pub use cuzk_circuits::Synthetic;
 pub use gadgets::{poseidon_config, MerklePath, PoseidonHash, Sha256Preimage};
+pub use points::progression;
 
 use ark_bls12_381::{Bls12_381, Fr};
 use ark_groth16::{Groth16, ProvingKey};
