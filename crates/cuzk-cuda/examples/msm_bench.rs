@@ -1,11 +1,17 @@
 //! GPU MSM benchmarks, side by side with ark-ec on this host's cores.
 //!
-//! Usage: msm_bench [--json FILE] [--ark-max LOG] [--sizes LOG,LOG,...]
+//! Usage: msm_bench [--json FILE] [--ark-max LOG] [--sizes LOG,LOG,...] [--windows C,C,...]
+//!                  [--bases device|host|both] [--curves g1,g2] [--scalars random,bits]
 //!
-//! Bases are device-resident (uploaded once per size). Per row: the wall-clock median of 5 calls
-//! after a warm-up with the scalars already on the device (the call returns the point, so host waits
-//! and the host-side window combination are included), the kernels' own time from CUDA events around
-//! every launch in one extra call and their share of the wall time, the median of 3 calls that take
+//! `--windows` and `--bases` sweep the window width and where the bases live (device memory, or pinned
+//! host memory streamed batch by batch): every combination is timed on the same bases and scalars (the
+//! first one also with host scalars and against ark-ec).
+//!
+//! Bases are converted once per size. Per row: the wall-clock median of 5 calls after a warm-up with
+//! the scalars already on the device (the call returns the point, so host waits and the host-side
+//! window combination are included), the kernel-busy time of one extra call (the union of CUDA-event
+//! spans around every launch, so kernels overlapping on two streams count once) and its share of the
+//! wall time, the median of 3 calls that take
 //! the scalars from host memory (conversion and pageable upload included), and ark-ec's
 //! `VariableBaseMSM` on the same bases and scalars (sizes up to 2^ark-max only; it takes minutes above),
 //! whose result must equal the GPU's.
@@ -16,7 +22,7 @@ use ark_bls12_381::{Fr, G1Projective, G2Projective};
 use ark_ec::{CurveGroup, VariableBaseMSM};
 use ark_ff::{One, UniformRand, Zero};
 use cuzk_cuda::msm::{self, MsmCurve, Plan, Probe, G1, G2};
-use cuzk_cuda::{CudaBackend, CudaError, GpuFr};
+use cuzk_cuda::{CudaBackend, CudaError, GpuFr, MsmConfig, Residency};
 use cuzk_field::{to_device_vec, DeviceFr};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rayon::prelude::*;
@@ -61,17 +67,26 @@ struct Row {
     log_n: u32,
     bits: bool,
     window: u32,
+    host_bases: bool,
     wall_ms: f64,
-    with_upload_ms: f64,
+    with_upload_ms: Option<f64>,
     kernel_ms: f64,
     ark_ms: Option<f64>,
     breakdown: Vec<(&'static str, f64)>,
+}
+
+/// What to sweep.
+struct Sweep {
+    windows: Vec<Option<u32>>,
+    host_bases: Vec<bool>,
+    kinds: Vec<bool>,
 }
 
 fn run<C: MsmCurve>(
     b: &CudaBackend,
     log_n: u32,
     ark_max: u32,
+    sweep: &Sweep,
     rows: &mut Vec<Row>,
     msm_ark: impl Fn(
         &[ark_ec::short_weierstrass::Affine<C::Config>],
@@ -81,75 +96,100 @@ fn run<C: MsmCurve>(
 ) -> Result<(), CudaError> {
     let n = 1usize << log_n;
     let host_bases = base(n);
-    let dev = b.upload_bases::<C>(&host_bases)?;
-    for bits in [false, true] {
+    let stored: Vec<(bool, cuzk_cuda::GpuBases<C>)> = sweep
+        .host_bases
+        .iter()
+        .map(|&h| {
+            Ok((h, b.upload_bases_to::<C>(&host_bases, if h { Residency::Host } else { Residency::Device })?))
+        })
+        .collect::<Result<_, CudaError>>()?;
+    for &bits in &sweep.kinds {
         let k = scalars(n, bits, log_n as u64 + bits as u64 * 100);
         let gpu = b.gpu();
         let host: Vec<GpuFr> = to_device_vec::<DeviceFr>(&k).into_iter().map(GpuFr).collect();
         let dk = gpu.upload(gpu.compute_stream(), &host)?;
-        let call = |probe: &mut Probe| {
-            msm::msm_probed::<C>(gpu, dev.buffer(), &dk.slice(..), &b.msm_config(), probe)
-        };
-        let got = call(&mut Probe::default())?;
-        let mut uploads = Vec::new();
-        for _ in 0..3 {
-            let t = Instant::now();
-            let again = b.msm_host(&dev, &k)?;
-            assert_eq!(again, got, "{} 2^{log_n}: repeated MSMs differ", C::NAME);
-            uploads.push(t.elapsed().as_secs_f64() * 1e3);
-        }
-        let mut walls = Vec::new();
-        for _ in 0..5 {
-            let t = Instant::now();
-            let _ = std::hint::black_box(call(&mut Probe::default())?);
-            walls.push(t.elapsed().as_secs_f64() * 1e3);
-        }
-        let mut probe = Probe::enabled();
-        let _ = std::hint::black_box(call(&mut probe)?);
-        let times = probe.kernel_times()?;
-        let kernel_ms: f64 = times.iter().map(|(_, t)| *t as f64).sum();
-        let mut breakdown: Vec<(&'static str, f64)> = Vec::new();
-        for (name, t) in times {
-            match breakdown.iter_mut().find(|(n, _)| *n == name) {
-                Some(e) => e.1 += t as f64,
-                None => breakdown.push((name, t as f64)),
+        let mut first = true;
+        let mut reference = None;
+        for &window_bits in &sweep.windows {
+            for (on_host, dev) in &stored {
+                let config = MsmConfig { window_bits, ..b.msm_config() };
+                let call = |probe: &mut Probe| {
+                    msm::msm_probed::<C>(gpu, &dev.msm_bases(), &dk.slice(..), &config, probe)
+                };
+                let got = call(&mut Probe::default())?;
+                match reference {
+                    None => reference = Some(got),
+                    Some(r) => assert_eq!(r, got, "{} 2^{log_n}: window {window_bits:?} differs", C::NAME),
+                }
+                let with_upload_ms = first.then(|| -> Result<f64, CudaError> {
+                    let mut uploads = Vec::new();
+                    for _ in 0..3 {
+                        let t = Instant::now();
+                        let again = b.msm_host(dev, &k)?;
+                        assert_eq!(again, got, "{} 2^{log_n}: repeated MSMs differ", C::NAME);
+                        uploads.push(t.elapsed().as_secs_f64() * 1e3);
+                    }
+                    Ok(median(uploads))
+                });
+                let with_upload_ms = with_upload_ms.transpose()?;
+                let mut walls = Vec::new();
+                for _ in 0..5 {
+                    let t = Instant::now();
+                    let _ = std::hint::black_box(call(&mut Probe::default())?);
+                    walls.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+                let mut probe = Probe::enabled();
+                let _ = std::hint::black_box(call(&mut probe)?);
+                let times = probe.kernel_times()?;
+                let kernel_ms = probe.busy_ms()? as f64;
+                let mut breakdown: Vec<(&'static str, f64)> = Vec::new();
+                for (name, t) in times {
+                    match breakdown.iter_mut().find(|(n, _)| *n == name) {
+                        Some(e) => e.1 += t as f64,
+                        None => breakdown.push((name, t as f64)),
+                    }
+                }
+                let ark_ms = (first && log_n <= ark_max).then(|| {
+                    let t = Instant::now();
+                    let expected = msm_ark(&host_bases, &k);
+                    let ms = t.elapsed().as_secs_f64() * 1e3;
+                    assert_eq!(
+                        expected.into_affine(),
+                        got.into_affine(),
+                        "{} 2^{log_n}: GPU and ark-ec differ",
+                        C::NAME
+                    );
+                    ms
+                });
+                first = false;
+                let plan = Plan::new(n.min(config.batch), config.window_bits)?;
+                rows.push(Row {
+                    curve: C::NAME,
+                    log_n,
+                    bits,
+                    window: plan.c,
+                    host_bases: *on_host,
+                    wall_ms: median(walls),
+                    with_upload_ms,
+                    kernel_ms,
+                    ark_ms,
+                    breakdown,
+                });
+                let r = rows.last().expect("just pushed");
+                println!(
+                    "{} 2^{} {} c={}{}: {:.2} ms wall, {:.2} ms kernel-busy ({:.0}%), ark {}",
+                    r.curve,
+                    r.log_n,
+                    if bits { "bits" } else { "random" },
+                    r.window,
+                    if *on_host { " host bases" } else { "" },
+                    r.wall_ms,
+                    r.kernel_ms,
+                    100.0 * r.kernel_ms / r.wall_ms,
+                    r.ark_ms.map_or("-".into(), |a| format!("{a:.1} ms"))
+                );
             }
         }
-        let ark_ms = (log_n <= ark_max).then(|| {
-            let t = Instant::now();
-            let expected = msm_ark(&host_bases, &k);
-            let ms = t.elapsed().as_secs_f64() * 1e3;
-            assert_eq!(
-                expected.into_affine(),
-                got.into_affine(),
-                "{} 2^{log_n}: GPU and ark-ec differ",
-                C::NAME
-            );
-            ms
-        });
-        let plan = Plan::new(n.min(b.msm_config().batch), b.msm_config().window_bits)?;
-        rows.push(Row {
-            curve: C::NAME,
-            log_n,
-            bits,
-            window: plan.c,
-            wall_ms: median(walls),
-            with_upload_ms: median(uploads),
-            kernel_ms,
-            ark_ms,
-            breakdown,
-        });
-        let r = rows.last().expect("just pushed");
-        println!(
-            "{} 2^{} {}: {:.2} ms wall, {:.2} ms in kernels ({:.0}%), ark {}",
-            r.curve,
-            r.log_n,
-            if bits { "bits" } else { "random" },
-            r.wall_ms,
-            r.kernel_ms,
-            100.0 * r.kernel_ms / r.wall_ms,
-            r.ark_ms.map_or("-".into(), |a| format!("{a:.1} ms"))
-        );
     }
     Ok(())
 }
@@ -162,6 +202,21 @@ fn main() {
     let sizes: Vec<u32> = opt("--sizes")
         .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
         .unwrap_or_else(|| vec![16, 20, 22, 24, 26]);
+    let list = |name: &str| opt(name).map(|v| v.split(',').map(str::to_string).collect::<Vec<_>>());
+    let sweep = Sweep {
+        windows: list("--windows")
+            .map(|v| v.iter().filter_map(|x| x.parse().ok()).map(Some).collect())
+            .unwrap_or_else(|| vec![None]),
+        host_bases: match opt("--bases").as_deref() {
+            Some("host") => vec![true],
+            Some("both") => vec![false, true],
+            _ => vec![false],
+        },
+        kinds: list("--scalars")
+            .map(|v| v.iter().map(|x| x == "bits").collect())
+            .unwrap_or_else(|| vec![false, true]),
+    };
+    let curves = list("--curves").unwrap_or_else(|| vec!["g1".into(), "g2".into()]);
     let b = match CudaBackend::new(0) {
         Ok(b) => b,
         Err(e) => {
@@ -171,21 +226,23 @@ fn main() {
     };
     let mut rows = Vec::new();
     let result = (|| -> Result<(), CudaError> {
-        for &log_n in &sizes {
+        for &log_n in sizes.iter().filter(|_| curves.iter().any(|c| c == "g1")) {
             run::<G1>(
                 &b,
                 log_n,
                 ark_max,
+                &sweep,
                 &mut rows,
                 |p, s| G1Projective::msm(p, s).expect("lengths"),
                 bases::<G1Projective>,
             )?;
         }
-        for &log_n in sizes.iter().filter(|&&l| l <= 24) {
+        for &log_n in sizes.iter().filter(|&&l| l <= 24 && curves.iter().any(|c| c == "g2")) {
             run::<G2>(
                 &b,
                 log_n,
                 ark_max.min(22),
+                &sweep,
                 &mut rows,
                 |p, s| G2Projective::msm(p, s).expect("lengths"),
                 bases::<G2Projective>,
@@ -198,20 +255,21 @@ fn main() {
         std::process::exit(1);
     }
     println!(
-        "| curve | size | scalars | window | GPU wall ms | in kernels ms | kernel share | with host scalars ms | ark-ec ms | ratio |"
+        "| curve | size | scalars | window | bases | GPU wall ms | kernel-busy ms | kernel share | with host scalars ms | ark-ec ms | ratio |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         println!(
-            "| {} | 2^{} | {} | {} | {:.2} | {:.2} | {:.0}% | {:.1} | {} | {} |",
+            "| {} | 2^{} | {} | {} | {} | {:.2} | {:.2} | {:.0}% | {} | {} | {} |",
             r.curve,
             r.log_n,
             if r.bits { "bit-heavy" } else { "random" },
             r.window,
+            if r.host_bases { "host" } else { "device" },
             r.wall_ms,
             r.kernel_ms,
             100.0 * r.kernel_ms / r.wall_ms,
-            r.with_upload_ms,
+            r.with_upload_ms.map_or("-".into(), |u| format!("{u:.1}")),
             r.ark_ms.map_or("-".into(), |a| format!("{a:.0}")),
             r.ark_ms.map_or("-".into(), |a| format!("{:.0}x", a / r.wall_ms)),
         );
@@ -219,10 +277,12 @@ fn main() {
     for r in rows.iter().filter(|r| r.log_n == 24 || r.log_n == 20) {
         let parts: Vec<String> = r.breakdown.iter().map(|(n, t)| format!("{n} {t:.2}")).collect();
         println!(
-            "{} 2^{} {} kernels (ms): {}",
+            "{} 2^{} {} c={}{} kernels (ms): {}",
             r.curve,
             r.log_n,
             if r.bits { "bit-heavy" } else { "random" },
+            r.window,
+            if r.host_bases { " host bases" } else { "" },
             parts.join(", ")
         );
     }
@@ -231,11 +291,12 @@ fn main() {
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"wall_ms\":{},\"kernel_ms\":{},\"ark_ms\":{}}}",
+                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"host_bases\":{},\"wall_ms\":{},\"kernel_ms\":{},\"ark_ms\":{}}}",
                     r.curve,
                     r.log_n,
                     r.bits,
                     r.window,
+                    r.host_bases,
                     r.wall_ms,
                     r.kernel_ms,
                     r.ark_ms.map_or("null".into(), |a| a.to_string())

@@ -4,14 +4,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
-use cudarc::driver::CudaSlice;
+use ark_ec::AffineRepr;
+use cudarc::driver::{CudaSlice, PinnedHostSlice};
 use cuzk_field::{from_device_vec, to_device_vec, DeviceFr, DeviceRepr};
 use cuzk_groth16::{Backend, BackendError, Bases, MsmScalars, NttKind, PolyBackend};
 use rayon::prelude::*;
 
-use crate::msm::{self, MsmConfig, MsmCurve, G1, G2};
+use crate::msm::{self, MsmBases, MsmConfig, MsmCurve, Points, G1, G2};
 use crate::ntt::{self, NttTables, MAX_LOG_N};
-use crate::{kernels, CudaError, Gpu, GpuFr};
+use crate::{kernels, CudaError, DriverContext, Gpu, GpuFr};
 
 /// A polynomial resident in device memory.
 #[derive(Debug)]
@@ -36,24 +37,75 @@ impl GpuPoly {
     }
 }
 
-/// MSM bases resident in device memory.
+/// Where [`CudaBackend::upload_bases_to`] keeps bases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Residency {
+    /// Device memory when they fit (with a reserve for the MSM's own buffers), else pinned host memory.
+    Auto,
+    /// Device memory; an error when they do not fit.
+    Device,
+    /// Pinned host memory, streamed to the device batch by batch.
+    Host,
+}
+
+#[derive(Debug)]
+enum Stored<A> {
+    Device(CudaSlice<A>),
+    Host(PinnedHostSlice<A>),
+}
+
+/// MSM bases as the device uses them: in device memory (or pinned host memory when they do not fit),
+/// with the points at infinity dropped when they are many, and a selection saying which scalar each
+/// kept point takes.
 #[derive(Debug)]
 pub struct GpuBases<C: MsmCurve> {
-    buf: CudaSlice<C::Affine>,
+    points: Stored<C::Affine>,
+    select: Option<CudaSlice<u32>>,
+    /// Points kept (the buffers hold one placeholder when none are).
+    kept: usize,
+    /// Bases given, and scalars an MSM takes.
+    len: usize,
 }
 
 impl<C: MsmCurve> GpuBases<C> {
-    /// The device buffer.
-    pub fn buffer(&self) -> &CudaSlice<C::Affine> {
-        &self.buf
+    /// The bases as the MSM takes them.
+    pub fn msm_bases(&self) -> MsmBases<'_, C> {
+        let points = match &self.points {
+            Stored::Device(p) => Points::Device(p),
+            Stored::Host(p) => Points::Host(p),
+        };
+        if self.kept == 0 {
+            return MsmBases::none(points, self.len);
+        }
+        match &self.select {
+            Some(select) => MsmBases::selected(points, select, self.len),
+            None => match &self.points {
+                Stored::Device(p) => MsmBases::device(p),
+                Stored::Host(p) => MsmBases::host(p),
+            },
+        }
+    }
+
+    /// Whether the points are in device memory (otherwise pinned host memory).
+    pub fn is_resident(&self) -> bool {
+        matches!(self.points, Stored::Device(_))
+    }
+
+    /// Points kept (the bases less the points at infinity, when those were dropped).
+    pub fn kept(&self) -> usize {
+        self.kept
     }
 }
 
 impl<C: MsmCurve> Bases for GpuBases<C> {
     fn len(&self) -> usize {
-        self.buf.len()
+        self.len
     }
 }
+
+/// Device memory left free for an MSM's own buffers when deciding where bases go (bucket entries of a
+/// 2^24-point batch alone take 1 GiB).
+const MSM_RESERVE: usize = 6 << 30;
 
 /// The CUDA backend on one GPU.
 pub struct CudaBackend {
@@ -89,13 +141,61 @@ impl CudaBackend {
         self.msm
     }
 
-    /// Converts and uploads MSM bases (points at infinity included) to the device.
+    /// Converts MSM bases and keeps them where they fit ([`Residency::Auto`]).
     pub fn upload_bases<C: MsmCurve>(
         &self,
         bases: &[ark_ec::short_weierstrass::Affine<C::Config>],
     ) -> Result<GpuBases<C>, CudaError> {
-        let host: Vec<C::Affine> = bases.par_iter().map(C::from_ark).collect();
-        Ok(GpuBases { buf: self.gpu.upload(self.gpu.compute_stream(), &host)? })
+        self.upload_bases_to(bases, Residency::Auto)
+    }
+
+    /// Converts MSM bases and keeps them as `residency` says. When at least an eighth of them are
+    /// points at infinity (the parts of a Groth16 key for variables a query does not use), only the
+    /// others are kept, with a selection of their scalars: the MSM neither stores nor sorts the rest.
+    pub fn upload_bases_to<C: MsmCurve>(
+        &self,
+        bases: &[ark_ec::short_weierstrass::Affine<C::Config>],
+        residency: Residency,
+    ) -> Result<GpuBases<C>, CudaError> {
+        let len = bases.len();
+        if u32::try_from(len).is_err() {
+            return Err(CudaError::Size {
+                op: "upload_bases",
+                size: len,
+                reason: "more than 2^32 - 1 bases",
+            });
+        }
+        let identities = bases.par_iter().filter(|p| p.is_zero()).count();
+        let (host, select): (Vec<C::Affine>, Option<Vec<u32>>) = if identities > 0 && identities >= len / 8 {
+            let kept: Vec<u32> = (0..len as u32).filter(|&i| !bases[i as usize].is_zero()).collect();
+            (kept.par_iter().map(|&i| C::from_ark(&bases[i as usize])).collect(), Some(kept))
+        } else {
+            (bases.par_iter().map(C::from_ark).collect(), None)
+        };
+        let stream = self.gpu.compute_stream();
+        let kept = host.len();
+        if kept == 0 {
+            let points = Stored::Device(self.gpu.zeros(stream, 1)?);
+            return Ok(GpuBases { points, select: None, kept, len });
+        }
+        let select = select.map(|s| self.gpu.upload(stream, &s)).transpose()?;
+        let bytes = std::mem::size_of_val(host.as_slice());
+        let on_device = match residency {
+            Residency::Device => true,
+            Residency::Host => false,
+            Residency::Auto => {
+                let (free, _) = self.gpu.memory()?;
+                bytes.saturating_add(MSM_RESERVE) <= free
+            }
+        };
+        let points = if on_device {
+            Stored::Device(self.gpu.upload(stream, &host)?)
+        } else {
+            let mut pinned = self.gpu.pinned::<C::Affine>(host.len(), false)?;
+            pinned.as_mut_slice().during("filling pinned bases")?.copy_from_slice(&host);
+            Stored::Host(pinned)
+        };
+        Ok(GpuBases { points, select, kept, len })
     }
 
     /// `Σ scalars[i]·bases[i]` with scalars from the host.
@@ -104,12 +204,12 @@ impl CudaBackend {
         bases: &GpuBases<C>,
         scalars: &[Fr],
     ) -> Result<ark_ec::short_weierstrass::Projective<C::Config>, CudaError> {
-        if scalars.len() != bases.buf.len() {
-            return Err(CudaError::Length { op: "msm", expected: bases.buf.len(), got: scalars.len() });
+        if scalars.len() != bases.len {
+            return Err(CudaError::Length { op: "msm", expected: bases.len, got: scalars.len() });
         }
         let host: Vec<GpuFr> = to_device_vec::<DeviceFr>(scalars).into_iter().map(GpuFr).collect();
         let dev = self.gpu.upload(self.gpu.compute_stream(), &host)?;
-        msm::msm::<C>(&self.gpu, &bases.buf, &dev.slice(..), &self.msm)
+        msm::msm::<C>(&self.gpu, &bases.msm_bases(), &dev.slice(..), &self.msm)
     }
 
     /// The GPU.
@@ -274,7 +374,7 @@ impl Backend for CudaBackend {
                         got: poly.len(),
                     });
                 }
-                msm::msm::<G1>(&self.gpu, &bases.buf, &poly.buf.slice(..len), &self.msm)
+                msm::msm::<G1>(&self.gpu, &bases.msm_bases(), &poly.buf.slice(..len), &self.msm)
                     .map_err(device("msm_g1"))
             }
         }

@@ -1,6 +1,6 @@
 //! Devices, streams, buffers and timing.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{
     sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr,
@@ -81,17 +81,54 @@ pub(crate) struct FieldKernels {
     pub(crate) fq_mul_bench: CudaFunction,
 }
 
-/// One GPU: its context, a compute stream and a copy stream, and the loaded kernels.
+/// One GPU: its context, a compute stream, a copy stream and a side stream (work that overlaps the
+/// compute stream, such as sorting the next MSM batch), and the loaded kernels.
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     compute: Arc<CudaStream>,
     copy: Arc<CudaStream>,
+    side: Arc<CudaStream>,
     info: DeviceInfo,
     pub(crate) ntt: NttKernels,
     field: OnceLock<Result<FieldKernels, CudaError>>,
     msm: OnceLock<Result<MsmKernels, CudaError>>,
     /// A one-element buffer passed where a kernel takes a table it will not read.
     pub(crate) dummy: CudaSlice<GpuFr>,
+    /// The same, for kernels taking an optional index array.
+    pub(crate) dummy_u32: CudaSlice<u32>,
+    /// Pinned buffers that MSM results are copied into, kept between calls (allocating pinned memory
+    /// costs more than a small MSM).
+    results: Mutex<Vec<PinnedHostSlice<u8>>>,
+}
+
+/// Pinned result buffers kept per device.
+const KEPT_RESULT_BUFFERS: usize = 8;
+
+/// A pinned buffer lent by [`Gpu::result_buffer`]; it goes back to the device's pool when dropped.
+pub(crate) struct ResultBuffer<'g> {
+    gpu: &'g Gpu,
+    buf: Option<PinnedHostSlice<u8>>,
+}
+
+impl ResultBuffer<'_> {
+    pub(crate) fn get_mut(&mut self) -> &mut PinnedHostSlice<u8> {
+        self.buf.as_mut().expect("present until dropped")
+    }
+
+    pub(crate) fn get(&self) -> &PinnedHostSlice<u8> {
+        self.buf.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for ResultBuffer<'_> {
+    fn drop(&mut self) {
+        if let Some(buf) = self.buf.take() {
+            let mut pool = self.gpu.results.lock().unwrap_or_else(|p| p.into_inner());
+            if pool.len() < KEPT_RESULT_BUFFERS {
+                pool.push(buf);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Gpu {
@@ -138,6 +175,7 @@ impl Gpu {
         let ctx = CudaContext::new(ordinal).during("creating a context")?;
         let compute = ctx.new_stream().during("creating the compute stream")?;
         let copy = ctx.new_stream().during("creating the copy stream")?;
+        let side = ctx.new_stream().during("creating the side stream")?;
         let m = load(&ctx, ptx::NTT, "loading the NTT kernels")?;
         let ntt = NttKernels {
             fill_powers: function(&m, "ntt_fill_powers")?,
@@ -156,37 +194,43 @@ impl Gpu {
             quotient: function(&m, "quotient")?,
         };
         let dummy = compute.alloc_zeros::<GpuFr>(1).during("allocating")?;
+        let dummy_u32 = compute.alloc_zeros::<u32>(1).during("allocating")?;
+        compute.synchronize().during("initialising buffers")?;
         Ok(Self {
             info: info(&ctx)?,
             ctx,
             compute,
             copy,
+            side,
             ntt,
             field: OnceLock::new(),
             msm: OnceLock::new(),
             dummy,
+            dummy_u32,
+            results: Mutex::new(Vec::new()),
         })
     }
 
     pub(crate) fn msm_kernels(&self) -> Result<&MsmKernels, CudaError> {
         let loaded = self.msm.get_or_init(|| {
             let m = load(&self.ctx, ptx::MSM, "loading the MSM kernels")?;
-            let curve = |[sum_affine, sum_xyzz, window_segments, window_sums]: [&'static str; 4]| {
+            let curve = |[sum_affine, sum_xyzz, window_segments, window_reduce]: [&'static str; 4]| {
                 Ok::<_, CudaError>(CurveKernels {
                     sum_affine: function(&m, sum_affine)?,
                     sum_xyzz: function(&m, sum_xyzz)?,
                     window_segments: function(&m, window_segments)?,
-                    window_sums: function(&m, window_sums)?,
+                    window_reduce: function(&m, window_reduce)?,
                 })
             };
             Ok(MsmKernels {
                 count: function(&m, "msm_count")?,
                 scatter: function(&m, "msm_scatter")?,
                 chunk_counts: function(&m, "msm_chunk_counts")?,
+                flat_counts: function(&m, "msm_flat_counts")?,
                 scan_blocks: function(&m, "scan_blocks")?,
                 scan_add: function(&m, "scan_add")?,
-                g1: curve(["g1_sum_affine", "g1_sum_xyzz", "g1_window_segments", "g1_window_sums"])?,
-                g2: curve(["g2_sum_affine", "g2_sum_xyzz", "g2_window_segments", "g2_window_sums"])?,
+                g1: curve(["g1_sum_affine", "g1_sum_xyzz", "g1_window_segments", "g1_window_reduce"])?,
+                g2: curve(["g2_sum_affine", "g2_sum_xyzz", "g2_window_segments", "g2_window_reduce"])?,
             })
         });
         loaded.as_ref().map_err(|e| CudaError::KernelLoad(e.to_string()))
@@ -219,6 +263,25 @@ impl Gpu {
     /// The stream uploads and downloads run on.
     pub fn copy_stream(&self) -> &Arc<CudaStream> {
         &self.copy
+    }
+
+    /// The stream for work that overlaps the compute stream (the next MSM batch's sorting).
+    pub fn side_stream(&self) -> &Arc<CudaStream> {
+        &self.side
+    }
+
+    /// A pinned host buffer of exactly `bytes` bytes from this device's pool (a new one when none of
+    /// that size is free); it returns to the pool when dropped.
+    pub(crate) fn result_buffer(&self, bytes: usize) -> Result<ResultBuffer<'_>, CudaError> {
+        let kept = {
+            let mut pool = self.results.lock().unwrap_or_else(|p| p.into_inner());
+            pool.iter().position(|b| b.len() == bytes).map(|i| pool.swap_remove(i))
+        };
+        let buf = match kept {
+            Some(b) => b,
+            None => self.pinned::<u8>(bytes, true)?,
+        };
+        Ok(ResultBuffer { gpu: self, buf: Some(buf) })
     }
 
     /// The context.

@@ -6,7 +6,7 @@ pub mod kernels;
 pub mod msm;
 pub mod ntt;
 
-pub use backend::{CudaBackend, GpuBases, GpuPoly};
+pub use backend::{CudaBackend, GpuBases, GpuPoly, Residency};
 pub use gpu::{DeviceInfo, Gpu, GpuFq, GpuFq2, GpuFr, Timer};
 pub use msm::{GpuG1Affine, GpuG2Affine, MsmConfig};
 

@@ -1,11 +1,14 @@
 //! Pippenger multi-scalar multiplication on the device (kernels in `kernels/msm/msm.cu`).
 //!
-//! [`msm`] cuts a large MSM into batches of at most [`MsmConfig::batch`] points. Each batch runs
-//! entirely on the compute stream: digits and bucket counts, a scan, the scatter of (point, sign)
-//! entries into buckets, rounds of chunked bucket sums, and the per-window reduction; its window sums
-//! (a few XYZZ points) are copied into one of two pinned host buffers and an event is recorded. The
-//! host waits for batch `i`'s event only after batch `i + 1` has been queued, so it converts and adds
-//! batch `i`'s windows while the device works on the next one. Nothing synchronises the device as a
+//! [`msm`] cuts a large MSM into batches of at most [`MsmConfig::batch`] points. Each batch is sorted
+//! on the side stream (digits and bucket counts, a scan, the scatter of (point, sign) entries into
+//! buckets) and summed on the compute stream (rounds of bucket sums, the per-window reduction), so
+//! batch `i + 1` is sorted while batch `i` is summed. Bases live in device memory or, when they do
+//! not fit, in pinned host memory, from which each batch's bases are uploaded on the copy stream into
+//! one of two device buffers while the other is in use. A batch's window sums (a few XYZZ points) are
+//! copied into one of two pinned host buffers; the host waits for batch `i`'s copy only after batch
+//! `i + 1` has been queued, so it combines batch `i`'s windows while the device works on the next.
+//! Streams are ordered by events on the buffers they share; nothing synchronises the device as a
 //! whole.
 
 use std::sync::Arc;
@@ -15,7 +18,8 @@ use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::AdditiveGroup;
 use ark_ff::{Field, Zero};
 use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, CudaView, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+    CudaFunction, CudaSlice, CudaStream, CudaView, DeviceRepr, LaunchConfig, PinnedHostSlice, PushKernelArg,
+    ValidAsZeroBits,
 };
 use cuzk_field::{DeviceFq, DeviceFq2, DeviceG1Affine, DeviceG2Affine, DeviceRepr as Layout, LayoutError};
 
@@ -63,6 +67,7 @@ pub(crate) struct MsmKernels {
     pub(crate) count: CudaFunction,
     pub(crate) scatter: CudaFunction,
     pub(crate) chunk_counts: CudaFunction,
+    pub(crate) flat_counts: CudaFunction,
     pub(crate) scan_blocks: CudaFunction,
     pub(crate) scan_add: CudaFunction,
     pub(crate) g1: CurveKernels,
@@ -74,11 +79,18 @@ pub(crate) struct CurveKernels {
     pub(crate) sum_affine: CudaFunction,
     pub(crate) sum_xyzz: CudaFunction,
     pub(crate) window_segments: CudaFunction,
-    pub(crate) window_sums: CudaFunction,
+    pub(crate) window_reduce: CudaFunction,
 }
 
-/// A curve the MSM runs on: its device types and the way back to arkworks.
-pub trait MsmCurve: Sized + 'static {
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::G1 {}
+    impl Sealed for super::G2 {}
+}
+
+/// A curve the MSM runs on: its device types and the way back to arkworks. Implemented by [`G1`] and
+/// [`G2`] only: results are read back from pinned bytes, which needs `Xyzz` to be plain data.
+pub trait MsmCurve: sealed::Sealed + Sized + 'static {
     /// The arkworks curve.
     type Config: SWCurveConfig;
     /// Device affine points.
@@ -148,7 +160,7 @@ impl MsmCurve for G2 {
 /// Tuning of the MSM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MsmConfig {
-    /// Window width in bits (2..=16); `None` picks it from the batch size.
+    /// Window width in bits (2..=24); `None` picks it from the batch size.
     pub window_bits: Option<u32>,
     /// Most points per batch.
     pub batch: usize,
@@ -161,7 +173,8 @@ impl Default for MsmConfig {
 }
 
 /// Per-kernel timing of an MSM: CUDA events around each launch, read after the MSM. Off by default;
-/// the events cost a little host time per launch.
+/// the events cost a little host time per launch. Kernels of different streams may overlap, so the
+/// sum of the times can exceed the wall time of a batched MSM.
 #[derive(Default)]
 pub struct Probe {
     enabled: bool,
@@ -206,22 +219,57 @@ impl Probe {
 
     /// Milliseconds per launch, in launch order (waits for the last event).
     pub fn kernel_times(&self) -> Result<Vec<(&'static str, f32)>, CudaError> {
+        Ok(self.kernel_spans()?.into_iter().map(|(name, a, b)| (name, b - a)).collect())
+    }
+
+    /// Per launch, start and end in milliseconds after the first launch's start (waits for the events).
+    pub fn kernel_spans(&self) -> Result<Vec<(&'static str, f32, f32)>, CudaError> {
+        let Some((_, origin, _)) = self.marks.first() else { return Ok(Vec::new()) };
         self.marks
             .iter()
             .map(|(name, a, b)| {
                 b.synchronize().during("waiting for an event")?;
-                Ok((*name, a.elapsed_ms(b).during("reading an event time")?))
+                let start = origin.elapsed_ms(a).during("reading an event time")?;
+                Ok((*name, start, origin.elapsed_ms(b).during("reading an event time")?))
             })
             .collect()
     }
+
+    /// Milliseconds during which at least one probed kernel ran (the union of the spans, so kernels
+    /// overlapping on different streams count once).
+    pub fn busy_ms(&self) -> Result<f32, CudaError> {
+        let spans: Vec<(f32, f32)> = self.kernel_spans()?.into_iter().map(|(_, a, b)| (a, b)).collect();
+        Ok(union_length(spans))
+    }
+}
+
+/// The total length of the union of intervals `(start, end)`.
+fn union_length(mut spans: Vec<(f32, f32)>) -> f32 {
+    spans.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let (mut total, mut open): (f32, Option<(f32, f32)>) = (0.0, None);
+    for (a, b) in spans {
+        open = match open {
+            Some((s, e)) if a <= e => Some((s, e.max(b))),
+            Some((s, e)) => {
+                total += e - s;
+                Some((a, b))
+            }
+            None => Some((a, b)),
+        };
+    }
+    total + open.map_or(0.0, |(s, e)| e - s)
 }
 
 /// Entries per chunk in later summing rounds.
 const LATER_CHUNK: u32 = 16;
 /// Threads per block of the summing kernels (`SUM_THREADS` in msm.cu, which caps their registers).
 const BLOCK: u32 = 128;
-/// Threads per block of `window_sums` (`WINDOW_SUM_THREADS` in msm.cu).
-const WINDOW_SUM_THREADS: u32 = 32;
+/// Threads per block of `window_reduce` (`REDUCE_THREADS` in msm.cu).
+const REDUCE_THREADS: u32 = 64;
+/// Most inputs one `window_reduce` block adds.
+const REDUCE_PER: u32 = 1024;
+/// Widest window the kernels take.
+pub const MAX_WINDOW_BITS: u32 = 24;
 
 /// The shape of one batch's bucket machinery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,30 +280,39 @@ pub struct Plan {
     pub windows: u32,
     /// Buckets per window, `2^(c-1)`.
     pub half: u32,
-    /// Segments per window in the window reduction.
+    /// Segments per window in the window reduction (a power of two dividing `half`).
     pub segments: u32,
-    /// Entries per chunk in the first summing round.
+    /// Entries per thread in the first summing round.
     pub first_chunk: u32,
 }
 
 impl Plan {
+    /// The default window width for a batch of `n` points: `log2(n) - 6`, at most 16 (at 2^22 and
+    /// 2^24 points, 16 beats both 15 and everything from 17 to 22 on the H200).
+    pub fn default_window(n: usize) -> u32 {
+        let log_n = usize::BITS - n.max(1).leading_zeros();
+        log_n.saturating_sub(7).clamp(4, 16)
+    }
+
     /// The plan for a batch of `n` points.
     pub fn new(n: usize, window_bits: Option<u32>) -> Result<Self, CudaError> {
-        let log_n = usize::BITS - n.max(1).leading_zeros();
-        let c = window_bits.unwrap_or_else(|| log_n.saturating_sub(8).clamp(4, 16));
-        if !(2..=16).contains(&c) {
+        let c = window_bits.unwrap_or_else(|| Self::default_window(n));
+        if !(2..=MAX_WINDOW_BITS).contains(&c) {
             return Err(CudaError::Size {
                 op: "msm",
                 size: c as usize,
-                reason: "window width must be 2..=16",
+                reason: "window width must be 2..=24",
             });
         }
         let windows = 256u32.div_ceil(c);
         let half = 1u32 << (c - 1);
-        let segments = (half / 64).clamp(1, 512);
-        let buckets = windows as usize * half as usize + 1;
-        let average = (windows as usize * n).div_ceil(buckets).max(1);
-        let first_chunk = average.next_power_of_two().clamp(16, 1024) as u32;
+        // Buckets per segment: enough segments for about 2^16 threads, at least 16 and at most 64
+        // buckets each (fewer only when a window has fewer).
+        let per =
+            ((windows as u64 * half as u64) >> 16).clamp(16, 64).next_power_of_two().min(half as u64) as u32;
+        let segments = half / per;
+        let entries = windows as u64 * n as u64;
+        let first_chunk = (entries >> 17).clamp(8, 512).next_power_of_two() as u32;
         Ok(Self { c, windows, half, segments, first_chunk })
     }
 
@@ -314,12 +371,13 @@ fn scan(
     Ok(out)
 }
 
-/// Counts per bucket and their exclusive scan: a description of how a data array is cut by bucket.
+/// Counts per bucket and where each bucket's items start: how a data array is cut by bucket.
 struct Segments {
     count: CudaSlice<u32>,
     off: CudaSlice<u32>,
 }
 
+/// The next round's segments when each bucket's items are cut into chunks of `chunk`.
 fn chunk_counts(
     gpu: &Gpu,
     k: &MsmKernels,
@@ -348,38 +406,116 @@ fn chunk_counts(
     Ok(Segments { count, off })
 }
 
-/// One batch on `stream`: its window sums and the ones bucket (`windows + 1` XYZZ points) in a new
-/// device buffer.
-fn batch<C: MsmCurve>(
+/// Where an MSM's bases are.
+#[derive(Debug, Clone, Copy)]
+pub enum Points<'a, A> {
+    /// Resident in device memory.
+    Device(&'a CudaSlice<A>),
+    /// In pinned host memory, uploaded batch by batch on the copy stream.
+    Host(&'a PinnedHostSlice<A>),
+}
+
+/// The bases of an MSM, and optionally which scalar each one takes.
+#[derive(Debug)]
+pub struct MsmBases<'a, C: MsmCurve> {
+    points: Points<'a, C::Affine>,
+    /// Point `i` takes scalar `select[i]`; without it, scalar `i`.
+    select: Option<&'a CudaSlice<u32>>,
+    /// Points used (the front of the buffers).
+    len: usize,
+    /// How many scalars the MSM takes.
+    scalars: usize,
+}
+
+impl<'a, C: MsmCurve> MsmBases<'a, C> {
+    /// Device-resident bases, one per scalar.
+    pub fn device(points: &'a CudaSlice<C::Affine>) -> Self {
+        Self { points: Points::Device(points), select: None, len: points.len(), scalars: points.len() }
+    }
+
+    /// Bases in pinned host memory, one per scalar.
+    pub fn host(points: &'a PinnedHostSlice<C::Affine>) -> Self {
+        Self { points: Points::Host(points), select: None, len: points.len(), scalars: points.len() }
+    }
+
+    /// Bases that take the scalars `select[i]` out of `scalars`. The caller guarantees that `select`
+    /// has one entry per point and that every entry is below `scalars`.
+    pub(crate) fn selected(
+        points: Points<'a, C::Affine>,
+        select: &'a CudaSlice<u32>,
+        scalars: usize,
+    ) -> Self {
+        let len = match points {
+            Points::Device(p) => p.len(),
+            Points::Host(p) => p.len(),
+        };
+        Self { points, select: Some(select), len, scalars }
+    }
+
+    /// No points at all, for `scalars` scalars (whose MSM is the identity).
+    pub(crate) fn none(points: Points<'a, C::Affine>, scalars: usize) -> Self {
+        Self { points, select: None, len: 0, scalars }
+    }
+
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no points.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many scalars an MSM on these bases takes.
+    pub fn scalars(&self) -> usize {
+        self.scalars
+    }
+}
+
+/// A batch's bucket entries, sorted by bucket.
+struct Sorted {
+    seg: Segments,
+    entries: CudaSlice<u32>,
+}
+
+/// Digits, counts, scan and scatter of one batch on `stream`. `scalars` is the batch's scalars, or
+/// with `select` (the batch's part of it) all of them.
+fn sort(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
-    bases: &CudaView<'_, C::Affine>,
     scalars: &CudaView<'_, GpuFr>,
+    select: Option<&CudaView<'_, u32>>,
+    n: usize,
     plan: &Plan,
     probe: &mut Probe,
-) -> Result<CudaSlice<C::Xyzz>, CudaError> {
+) -> Result<Sorted, CudaError> {
     let k = gpu.msm_kernels()?;
-    let ck = if C::NAME == G2::NAME { &k.g2 } else { &k.g1 };
-    let n = scalars.len();
-    let n32 = u32::try_from(n).map_err(|_| CudaError::Size {
+    let n32 = u32::try_from(n).ok().filter(|&v| v < 1 << 31).ok_or(CudaError::Size {
         op: "msm",
         size: n,
         reason: "batch over 2^31 points",
     })?;
-    if n32 >= 1 << 31 {
-        return Err(CudaError::Size { op: "msm", size: n, reason: "batch over 2^31 points" });
+    if plan.windows as u64 * n as u64 >= 1 << 32 {
+        return Err(CudaError::Size { op: "msm", size: n, reason: "batch over 2^32 bucket entries" });
     }
     let buckets = plan.buckets();
     let (c, windows) = (plan.c, plan.windows);
+    let dummy = gpu.dummy_u32.slice(..);
+    let selected = u32::from(select.is_some());
+    let select = select.unwrap_or(&dummy);
 
     let mut count = gpu.zeros::<u32>(stream, buckets as usize)?;
     probe.before(gpu, stream)?;
-    // SAFETY: matches `msm_count(const Fr* scalars, uint32_t n, uint32_t c, uint32_t windows, uint32_t* counts)`;
-    // scalars hold n elements; keys stay below windows * 2^(c-1) + 1 = buckets.
+    // SAFETY: matches `msm_count(const Fr* scalars, const uint32_t* select, uint32_t selected, uint32_t n,
+    // uint32_t c, uint32_t windows, uint32_t* counts)`; scalars hold n elements, or with a selection
+    // every select[i] (i < n) indexes them; keys stay below windows * 2^(c-1) + 1 = buckets.
     unsafe {
         stream
             .launch_builder(&k.count)
             .arg(scalars)
+            .arg(select)
+            .arg(&selected)
             .arg(&n32)
             .arg(&c)
             .arg(&windows)
@@ -393,13 +529,16 @@ fn batch<C: MsmCurve>(
     stream.memcpy_dtod(&off, &mut cursor).during("copying bucket offsets")?;
     let mut entries = gpu.zeros::<u32>(stream, windows as usize * n)?;
     probe.before(gpu, stream)?;
-    // SAFETY: matches `msm_scatter(const Fr* scalars, uint32_t n, uint32_t c, uint32_t windows, uint32_t* cursor,
-    // uint32_t* entries)`; the scatter writes exactly the entries msm_count counted, each inside its
-    // bucket's range, and a scalar has at most `windows` entries, so entries (windows * n) suffices.
+    // SAFETY: matches `msm_scatter(const Fr* scalars, const uint32_t* select, uint32_t selected, uint32_t n,
+    // uint32_t c, uint32_t windows, uint32_t* cursor, uint32_t* entries)`; the scatter writes exactly the
+    // entries msm_count counted, each inside its bucket's range, and a scalar has at most `windows`
+    // entries, so entries (windows * n) suffices.
     unsafe {
         stream
             .launch_builder(&k.scatter)
             .arg(scalars)
+            .arg(select)
+            .arg(&selected)
             .arg(&n32)
             .arg(&c)
             .arg(&windows)
@@ -409,37 +548,73 @@ fn batch<C: MsmCurve>(
     }
     .during("msm_scatter")?;
     probe.after(gpu, stream, "msm_scatter")?;
-    drop(cursor);
+    Ok(Sorted { seg: Segments { count, off }, entries })
+}
 
-    // First round: chunks of affine bases.
-    let mut seg = Segments { count, off };
-    let next = chunk_counts(gpu, k, stream, &seg, plan.first_chunk, probe)?;
-    let mut items = windows as usize * n / plan.first_chunk as usize + buckets as usize;
+/// Bucket sums and window reduction of one sorted batch on `stream`: its window sums and the ones
+/// bucket (`windows + 1` XYZZ points) in a new device buffer.
+fn reduce<C: MsmCurve>(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    bases: &CudaView<'_, C::Affine>,
+    sorted: &Sorted,
+    plan: &Plan,
+    probe: &mut Probe,
+) -> Result<CudaSlice<C::Xyzz>, CudaError> {
+    let k = gpu.msm_kernels()?;
+    let ck = if C::NAME == G2::NAME { &k.g2 } else { &k.g1 };
+    let n = bases.len();
+    let buckets = plan.buckets();
+    let windows = plan.windows;
+    let first = plan.first_chunk;
+
+    // First round: every thread sums `first` consecutive entries, whatever buckets they fall in.
+    let pieces = (windows as usize * n).div_ceil(first as usize);
+    let mut items = pieces + buckets as usize;
+    let mut next = Segments {
+        count: gpu.zeros::<u32>(stream, buckets as usize)?,
+        off: gpu.zeros(stream, buckets as usize)?,
+    };
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `msm_flat_counts(const uint32_t* count, const uint32_t* off, uint32_t buckets,
+    // uint32_t L, uint32_t* next_count, uint32_t* next_off)`; all four buffers hold `buckets` elements.
+    unsafe {
+        stream
+            .launch_builder(&k.flat_counts)
+            .arg(&sorted.seg.count)
+            .arg(&sorted.seg.off)
+            .arg(&buckets)
+            .arg(&first)
+            .arg(&mut next.count)
+            .arg(&mut next.off)
+            .launch(grid(buckets as usize, 256)?)
+    }
+    .during("msm_flat_counts")?;
+    probe.after(gpu, stream, "msm_flat_counts")?;
     let mut data = gpu.zeros::<C::Xyzz>(stream, items)?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `G_sum_affine(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,
-    // const uint32_t* off, const uint32_t* off_next, uint32_t buckets, uint32_t L, Xyzz<F>* out)`; entries
-    // index bases below n; thread q writes out[q] only when q is below the number of chunks, which is at
-    // most (entries / L) + buckets = `items`, the length of out.
+    // const uint32_t* off, uint32_t buckets, uint32_t L, Xyzz<F>* out)`; entries index bases below n;
+    // thread t reads entries below the scanned total (at most windows * n, the length of entries) and
+    // writes out[t + b] for buckets b < `buckets`, with t < pieces, so below `items`.
     unsafe {
         stream
             .launch_builder(&ck.sum_affine)
             .arg(bases)
-            .arg(&entries)
-            .arg(&seg.count)
-            .arg(&seg.off)
-            .arg(&next.off)
+            .arg(&sorted.entries)
+            .arg(&sorted.seg.count)
+            .arg(&sorted.seg.off)
             .arg(&buckets)
-            .arg(&plan.first_chunk)
+            .arg(&first)
             .arg(&mut data)
-            .launch(grid(items, BLOCK)?)
+            .launch(grid(pieces, BLOCK)?)
     }
     .during("sum_affine")?;
     probe.after(gpu, stream, "sum_affine")?;
-    drop(entries);
-    seg = next;
-    // Later rounds, until no bucket can have more than one partial sum.
-    let mut most = n.div_ceil(plan.first_chunk as usize);
+    let mut seg = next;
+    // Later rounds, until no bucket can have more than one partial sum: a bucket of at most n entries
+    // meets at most ceil(n / first) + 1 pieces.
+    let mut most = n.div_ceil(first as usize) + 1;
     while most > 1 {
         let next = chunk_counts(gpu, k, stream, &seg, LATER_CHUNK, probe)?;
         let next_items = items / LATER_CHUNK as usize + buckets as usize;
@@ -447,8 +622,8 @@ fn batch<C: MsmCurve>(
         probe.before(gpu, stream)?;
         // SAFETY: matches `G_sum_xyzz(const Xyzz<F>* in, const uint32_t* count, const uint32_t* off,
         // const uint32_t* off_next, uint32_t buckets, uint32_t L, Xyzz<F>* out)`; the ranges read lie in
-        // `in` (the previous round's output, `items` long); writes as in the first round, bounded by
-        // next_items.
+        // `in` (the previous round's output, `items` long); thread q writes out[q] only below the number
+        // of chunks, at most items / L + buckets = next_items.
         unsafe {
             stream
                 .launch_builder(&ck.sum_xyzz)
@@ -469,9 +644,8 @@ fn batch<C: MsmCurve>(
         most = most.div_ceil(LATER_CHUNK as usize);
     }
 
-    let segments = plan.segments;
-    let half = plan.half;
-    let mut seg_out = gpu.zeros::<C::Xyzz>(stream, (windows * segments) as usize)?;
+    let (segments, half) = (plan.segments, plan.half);
+    let mut level = gpu.zeros::<C::Xyzz>(stream, (windows * segments) as usize)?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `G_window_segments(const Xyzz<F>* data, const uint32_t* count, const uint32_t* off,
     // uint32_t windows, uint32_t half, uint32_t segments, Xyzz<F>* out)`; every bucket has count 0 or 1
@@ -485,42 +659,57 @@ fn batch<C: MsmCurve>(
             .arg(&windows)
             .arg(&half)
             .arg(&segments)
-            .arg(&mut seg_out)
+            .arg(&mut level)
             .launch(grid((windows * segments) as usize, 64)?)
     }
     .during("window_segments")?;
     probe.after(gpu, stream, "window_segments")?;
-    let mut sums = gpu.zeros::<C::Xyzz>(stream, windows as usize + 1)?;
-    probe.before(gpu, stream)?;
-    // SAFETY: matches `G_window_sums(const Xyzz<F>* seg, uint32_t windows, uint32_t half, uint32_t segments,
-    // const Xyzz<F>* data, const uint32_t* count, const uint32_t* off, Xyzz<F>* out)`; one block of
-    // WINDOW_SUM_THREADS per window plus one for the ones bucket; out holds windows + 1.
-    unsafe {
-        stream
-            .launch_builder(&ck.window_sums)
-            .arg(&seg_out)
-            .arg(&windows)
-            .arg(&half)
-            .arg(&segments)
-            .arg(&data)
-            .arg(&seg.count)
-            .arg(&seg.off)
-            .arg(&mut sums)
-            .launch(LaunchConfig {
-                grid_dim: (windows + 1, 1, 1),
-                block_dim: (WINDOW_SUM_THREADS, 1, 1),
-                shared_mem_bytes: 0,
-            })
+    // Add each window's segments, REDUCE_PER at a time; the last level also fetches the ones bucket.
+    let ones_key = windows * half;
+    let mut per_window = segments;
+    loop {
+        let per = per_window.min(REDUCE_PER);
+        let groups = windows * (per_window / per);
+        let last = per == per_window;
+        let mut out = gpu.zeros::<C::Xyzz>(stream, groups as usize + usize::from(last))?;
+        let ones = u32::from(last);
+        probe.before(gpu, stream)?;
+        // SAFETY: matches `G_window_reduce(const Xyzz<F>* in, uint32_t per, uint32_t groups, uint32_t ones,
+        // uint32_t ones_key, const Xyzz<F>* data, const uint32_t* count, const uint32_t* off, Xyzz<F>* out)`;
+        // in holds groups * per points; block `groups` (launched only when `ones`) reads the ones bucket
+        // (count 0 or 1, off < items) and writes out[groups], which exists then.
+        unsafe {
+            stream
+                .launch_builder(&ck.window_reduce)
+                .arg(&level)
+                .arg(&per)
+                .arg(&groups)
+                .arg(&ones)
+                .arg(&ones_key)
+                .arg(&data)
+                .arg(&seg.count)
+                .arg(&seg.off)
+                .arg(&mut out)
+                .launch(LaunchConfig {
+                    grid_dim: (groups + ones, 1, 1),
+                    block_dim: (REDUCE_THREADS, 1, 1),
+                    shared_mem_bytes: 0,
+                })
+        }
+        .during("window_reduce")?;
+        probe.after(gpu, stream, "window_reduce")?;
+        level = out;
+        per_window /= per;
+        if last {
+            return Ok(level);
+        }
     }
-    .during("window_sums")?;
-    probe.after(gpu, stream, "window_sums")?;
-    Ok(sums)
 }
 
 /// `Σ scalars[i]·bases[i]` on the device. `bases` and `scalars` must have the same length.
 pub fn msm<C: MsmCurve>(
     gpu: &Gpu,
-    bases: &CudaSlice<C::Affine>,
+    bases: &MsmBases<'_, C>,
     scalars: &CudaView<'_, GpuFr>,
     config: &MsmConfig,
 ) -> Result<Projective<C::Config>, CudaError> {
@@ -530,14 +719,19 @@ pub fn msm<C: MsmCurve>(
 /// [`msm`], timing each kernel into `probe` when it is enabled.
 pub fn msm_probed<C: MsmCurve>(
     gpu: &Gpu,
-    bases: &CudaSlice<C::Affine>,
+    bases: &MsmBases<'_, C>,
     scalars: &CudaView<'_, GpuFr>,
     config: &MsmConfig,
     probe: &mut Probe,
 ) -> Result<Projective<C::Config>, CudaError> {
-    let n = scalars.len();
-    if bases.len() != n {
-        return Err(CudaError::Length { op: "msm", expected: bases.len(), got: n });
+    let n = bases.len();
+    if scalars.len() != bases.scalars() {
+        return Err(CudaError::Length { op: "msm", expected: bases.scalars(), got: scalars.len() });
+    }
+    if let Some(select) = bases.select {
+        if select.len() != n {
+            return Err(CudaError::Length { op: "msm selection", expected: n, got: select.len() });
+        }
     }
     if n == 0 {
         return Ok(Projective::zero());
@@ -545,43 +739,130 @@ pub fn msm_probed<C: MsmCurve>(
     if config.batch == 0 {
         return Err(CudaError::Size { op: "msm", size: 0, reason: "batch size must be positive" });
     }
-    let stream = gpu.compute_stream();
+    let (compute, side, copy) = (gpu.compute_stream(), gpu.side_stream(), gpu.copy_stream());
     let batch_len = config.batch.min(n);
     let plan = Plan::new(batch_len, config.window_bits)?;
+    let ranges: Vec<std::ops::Range<usize>> =
+        (0..n).step_by(batch_len).map(|s| s..(s + batch_len).min(n)).collect();
+    let sort_batch = |r: &std::ops::Range<usize>, probe: &mut Probe| match bases.select {
+        Some(select) => sort(gpu, side, scalars, Some(&select.slice(r.clone())), r.len(), &plan, probe),
+        None => sort(gpu, side, &scalars.slice(r.clone()), None, r.len(), &plan, probe),
+    };
+    // Host-resident bases go through two device buffers, filled on the copy stream.
+    let mut staged: Vec<CudaSlice<C::Affine>> = Vec::new();
+    let upload = |staged: &mut Vec<CudaSlice<C::Affine>>, i: usize| -> Result<(), CudaError> {
+        let Points::Host(host) = bases.points else { return Ok(()) };
+        let r = &ranges[i];
+        let src = host.as_slice().during("reading pinned bases")?;
+        let dst = &mut staged[i % 2];
+        let mut view = dst.slice_mut(..r.len());
+        copy.memcpy_htod(&src[r.clone()], &mut view).during("uploading bases")
+    };
+    if let Points::Host(_) = bases.points {
+        for _ in 0..ranges.len().min(2) {
+            staged.push(gpu.zeros::<C::Affine>(copy, batch_len)?);
+        }
+        upload(&mut staged, 0)?;
+    }
     let slots = plan.windows as usize + 1;
+    let bytes = slots * std::mem::size_of::<C::Xyzz>();
     // Two pinned result buffers: batch i's copy lands in one while the host reads the other.
-    let mut host = [gpu.pinned::<C::Xyzz>(slots, true)?, gpu.pinned::<C::Xyzz>(slots, true)?];
+    let mut host = [gpu.result_buffer(bytes)?, gpu.result_buffer(bytes)?];
     let mut total = Projective::<C::Config>::zero();
     let mut pending: Option<usize> = None;
-    for (i, start) in (0..n).step_by(batch_len).enumerate() {
-        let end = (start + batch_len).min(n);
-        let sums =
-            batch::<C>(gpu, stream, &bases.slice(start..end), &scalars.slice(start..end), &plan, probe)?;
+    let mut sorted = sort_batch(&ranges[0], probe)?;
+    for (i, r) in ranges.iter().enumerate() {
+        let next = match ranges.get(i + 1) {
+            Some(nr) => {
+                if !staged.is_empty() {
+                    upload(&mut staged, i + 1)?;
+                }
+                Some(sort_batch(nr, probe)?)
+            }
+            None => None,
+        };
+        let points = match bases.points {
+            Points::Device(p) => p.slice(r.clone()),
+            Points::Host(_) => staged[i % 2].slice(..r.len()),
+        };
+        let sums = reduce::<C>(gpu, compute, &points, &sorted, &plan, probe)?;
         let slot = i % 2;
-        stream.memcpy_dtoh(&sums, &mut host[slot]).during("copying window sums")?;
+        // SAFETY: `sums` holds `slots` XYZZ points of plain u64 limbs, exactly `bytes` bytes.
+        let raw = unsafe { sums.transmute::<u8>(bytes) }.ok_or(CudaError::Size {
+            op: "msm",
+            size: bytes,
+            reason: "window sums buffer too small",
+        })?;
+        compute.memcpy_dtoh(&raw, host[slot].get_mut()).during("copying window sums")?;
         if let Some(prev) = pending.replace(slot) {
-            total += combine::<C>(&host[prev], &plan)?;
+            total += combine::<C>(host[prev].get(), &plan)?;
+        }
+        if let Some(s) = next {
+            sorted = s;
         }
     }
     if let Some(last) = pending {
-        total += combine::<C>(&host[last], &plan)?;
+        total += combine::<C>(host[last].get(), &plan)?;
     }
     Ok(total)
 }
 
 /// Σ_w 2^(c·w)·W_w plus the ones bucket, from a batch's window sums (waits for their copy).
-fn combine<C: MsmCurve>(
-    host: &cudarc::driver::PinnedHostSlice<C::Xyzz>,
-    plan: &Plan,
-) -> Result<Projective<C::Config>, CudaError> {
-    let sums = host.as_slice().during("reading window sums")?;
+fn combine<C: MsmCurve>(host: &PinnedHostSlice<u8>, plan: &Plan) -> Result<Projective<C::Config>, CudaError> {
+    let bytes = host.as_slice().during("reading window sums")?;
     let windows = plan.windows as usize;
+    let size = std::mem::size_of::<C::Xyzz>();
+    if bytes.len() != (windows + 1) * size {
+        return Err(CudaError::Length {
+            op: "msm window sums",
+            expected: (windows + 1) * size,
+            got: bytes.len(),
+        });
+    }
+    let point = |w: usize| -> C::Xyzz {
+        // SAFETY: the buffer holds windows + 1 XYZZ points copied from the device; C::Xyzz (sealed: G1
+        // and G2 only) is plain u64 limbs, valid for any bits; read_unaligned needs no alignment.
+        unsafe { std::ptr::read_unaligned(bytes.as_ptr().add(w * size).cast::<C::Xyzz>()) }
+    };
     let mut acc = Projective::<C::Config>::zero();
     for w in (0..windows).rev() {
         for _ in 0..plan.c {
             acc.double_in_place();
         }
-        acc += C::to_ark(&sums[w])?;
+        acc += C::to_ark(&point(w))?;
     }
-    Ok(acc + C::to_ark(&sums[windows])?)
+    Ok(acc + C::to_ark(&point(windows))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlapping_spans_count_once() {
+        assert_eq!(union_length(vec![]), 0.0);
+        assert_eq!(union_length(vec![(0.0, 2.0), (1.0, 3.0), (5.0, 6.0), (5.5, 5.7)]), 4.0);
+        assert_eq!(union_length(vec![(4.0, 5.0), (0.0, 1.0), (1.0, 2.0)]), 3.0);
+    }
+
+    #[test]
+    fn plans_fit_the_kernels() {
+        for log_n in 0..=26u32 {
+            for c in [None, Some(2), Some(9), Some(16), Some(20), Some(24)] {
+                let n = 1usize << log_n;
+                let p = Plan::new(n, c).unwrap();
+                assert_eq!(p.half, 1 << (p.c - 1));
+                // The top window never carries: it holds at most c - 1 of the scalar's 255 bits.
+                assert!(255 - (p.windows - 1) * p.c < p.c, "{p:?}");
+                assert!(p.segments.is_power_of_two() && p.half % p.segments == 0, "{p:?}");
+                assert!((1..=64).contains(&(p.half / p.segments)), "{p:?}");
+                assert!(p.first_chunk.is_power_of_two() && (8..=512).contains(&p.first_chunk), "{p:?}");
+                assert!((p.buckets() as u64) < 1 << 32);
+            }
+        }
+        assert_eq!(Plan::new(1 << 24, None).unwrap().c, 16);
+        assert_eq!(Plan::new(1 << 20, None).unwrap().c, 14);
+        assert!(Plan::new(10, Some(1)).is_err());
+        assert!(Plan::new(10, Some(25)).is_err());
+    }
 }

@@ -7,7 +7,7 @@ use ark_ec::{CurveGroup, VariableBaseMSM};
 use ark_ff::{BigInt, FftField, Field, One, PrimeField, UniformRand, Zero};
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use cuzk_cuda::msm::{MsmCurve, G1, G2};
-use cuzk_cuda::{kernels, CudaBackend, GpuFq, GpuFq2, GpuFr, MsmConfig};
+use cuzk_cuda::{kernels, CudaBackend, GpuFq, GpuFq2, GpuFr, MsmConfig, Residency};
 use cuzk_field::{constants, DeviceFq, DeviceFq2, DeviceFr, DeviceRepr};
 use cuzk_groth16::{prove, witness_map, CpuBackend, NttKind, PolyBackend, PreparedKey, ProveOptions};
 use cuzk_synth::{synthesize, SynthesisOptions};
@@ -372,14 +372,65 @@ fn msm_every_window_width_and_small_batches_agree() {
         let s = scalars(kind, n, &mut rng);
         let e1 = G1Projective::msm(&b1, &s).unwrap();
         let e2 = G2Projective::msm(&b2, &s).unwrap();
-        for c in 2..=16 {
-            let gpu = backend().with_msm_config(MsmConfig { window_bits: Some(c), batch: 1 << 24 });
+        for c in (2..=16).chain([17, 18, 20, 22, 24]) {
+            let gpu = backend().with_msm_config(MsmConfig { window_bits: Some(c), ..MsmConfig::default() });
             check_msm::<G1>(&gpu, &b1, &s, e1, &format!("c = {c}, {kind:?}"));
         }
+        for c in [3, 13, 18, 21] {
+            let gpu = backend().with_msm_config(MsmConfig { window_bits: Some(c), ..MsmConfig::default() });
+            check_msm::<G2>(&gpu, &b2, &s, e2, &format!("c = {c}, {kind:?}"));
+        }
         for batch in [1usize, 7, 1000, 2999] {
-            let gpu = backend().with_msm_config(MsmConfig { window_bits: None, batch });
+            let gpu = backend().with_msm_config(MsmConfig { batch, ..MsmConfig::default() });
             check_msm::<G1>(&gpu, &b1, &s, e1, &format!("batch = {batch}, {kind:?}"));
             check_msm::<G2>(&gpu, &b2, &s, e2, &format!("batch = {batch}, {kind:?}"));
+        }
+    }
+}
+
+#[test]
+fn msm_with_streamed_bases_and_selected_bases_agrees() {
+    // Bases in pinned host memory, uploaded batch by batch on the copy stream; and bases of which half
+    // are points at infinity, kept compacted with a selection of their scalars (in device memory and
+    // streamed).
+    let mut rng = seeded_rng("msm_streamed_selected");
+    let n = 5000;
+    let dense = (bases::<G1Projective>(n, &mut rng), bases::<G2Projective>(n, &mut rng));
+    let mut sparse_bases = dense.clone();
+    for i in (0..n).filter(|i| i % 2 == 1 || i % 7 == 0) {
+        sparse_bases.0[i] = Default::default();
+        sparse_bases.1[i] = Default::default();
+    }
+    for kind in [Scalars::Random, Scalars::Bits, Scalars::One] {
+        for sparse in [false, true] {
+            let (b1, b2) = if sparse { &sparse_bases } else { &dense };
+            let s = scalars(kind, n, &mut rng);
+            let e1 = G1Projective::msm(b1, &s).unwrap();
+            let e2 = G2Projective::msm(b2, &s).unwrap();
+            for residency in [Residency::Device, Residency::Host] {
+                for batch in [1usize, 999, 2048, n] {
+                    let what = format!("{kind:?}, sparse {sparse}, {residency:?}, batch {batch}");
+                    let gpu = backend().with_msm_config(MsmConfig { batch, ..MsmConfig::default() });
+                    let d1 = gpu.upload_bases_to::<G1>(b1, residency).unwrap();
+                    let d2 = gpu.upload_bases_to::<G2>(b2, residency).unwrap();
+                    assert_eq!(d1.is_resident(), residency == Residency::Device, "{what}");
+                    if sparse {
+                        assert!(d1.kept() < n * 5 / 8 && d2.kept() < n * 5 / 8, "{what}: kept {}", d1.kept());
+                    } else {
+                        // bases() makes about one in twenty an identity: too few to drop.
+                        assert_eq!((d1.kept(), d2.kept()), (n, n), "{what}");
+                    }
+                    let g1 = gpu.msm_host(&d1, &s).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert_eq!(g1.into_affine(), e1.into_affine(), "G1 MSM differs: {what}");
+                    if batch != 1 {
+                        let g2 = gpu.msm_host(&d2, &s).unwrap_or_else(|e| panic!("{what}: {e}"));
+                        assert_eq!(g2.into_affine(), e2.into_affine(), "G2 MSM differs: {what}");
+                    }
+                }
+            }
+            // The selection is checked against the scalars: one too few is an error, not a fault.
+            let d1 = backend().upload_bases::<G1>(b1).unwrap();
+            assert!(backend().msm_host(&d1, &s[..n - 1]).is_err());
         }
     }
 }
@@ -412,6 +463,12 @@ fn msm_large_sizes_match_the_closed_form() {
     for (n, kind) in cases {
         let k = scalars(kind, n, &mut rng);
         check_msm::<G1>(&gpu, &b[..n], &k, closed_form(&k, r, s), &format!("n = {n}, {kind:?}"));
+    }
+    // Wide windows at full size.
+    let k = scalars(Scalars::Random, 1 << 24, &mut rng);
+    for c in [18, 20, 22] {
+        let gpu = backend().with_msm_config(MsmConfig { window_bits: Some(c), ..MsmConfig::default() });
+        check_msm::<G1>(&gpu, &b, &k, closed_form(&k, r, s), &format!("2^24, c = {c}"));
     }
     let (b2, r2, s2) = progression::<G2Projective>((1 << 22) + 1, &mut rng);
     for (n, kind) in [((1 << 20) - 1, Scalars::Random), ((1 << 22) + 1, Scalars::Bits)] {
