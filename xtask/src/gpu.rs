@@ -51,6 +51,7 @@ pub(crate) fn bundle(root: &Path) -> Result<(), String> {
             "msm_bench",
         ],
     )?;
+    crate::cargo_in(root, &["build", "-p", "cuzk", "--release", "--locked", "--bin", "cuzk"])?;
     let dir = root.join(".gpu-bundle");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -59,6 +60,8 @@ pub(crate) fn bundle(root: &Path) -> Result<(), String> {
         let bin = root.join("target/release/examples").join(example);
         std::fs::copy(&bin, dir.join(example)).map_err(|e| format!("{}: {e}", bin.display()))?;
     }
+    let cli = root.join("target/release/cuzk");
+    std::fs::copy(&cli, dir.join("cuzk")).map_err(|e| format!("{}: {e}", cli.display()))?;
     std::fs::write(dir.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
     Command::new("chmod").args(["+x"]).arg(dir.join("run.sh")).status().map_err(|e| e.to_string())?;
     eprintln!("xtask: GPU bundle in .gpu-bundle/ (run: .gpu-bundle/run.sh OUTDIR)");
@@ -67,7 +70,8 @@ pub(crate) fn bundle(root: &Path) -> Result<(), String> {
 
 const RUN_SH: &str = r##"#!/usr/bin/env bash
 # The cuzk GPU suite and benchmarks. Usage: run.sh OUTDIR. Writes gpu-tests.log, bench.md, bench.json,
-# ntt-profile.txt, msm.md, msm.json and summary.md into OUTDIR; exits non-zero if any test or bench failed.
+# ntt-profile.txt, msm.md, msm.json, prove.json and summary.md into OUTDIR; exits non-zero if any test
+# or bench failed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$PWD/gpu-out}
@@ -78,12 +82,14 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/dev
 "$here/gpu_bench" --json "$out/bench.json" 2>&1 | tee "$out/bench.md" || status=1
 "$here/ntt_profile" 20 24 2>&1 | tee "$out/ntt-profile.txt" || status=1
 "$here/msm_bench" --json "$out/msm.json" 2>&1 | tee "$out/msm.md" || status=1
+"$here/cuzk" bench --backend cuda -k 20 -p 2 --repeat 3 --json > "$out/prove.json" || status=1
 {
   echo "# cuzk GPU run, $(date -u +%Y-%m-%dT%H:%MZ)"
   cat "$out/device.txt"
   grep -E "^test result|FAILED|panicked" "$out/gpu-tests.log"
   cat "$out/bench.md"
   cat "$out/msm.md"
+  cat "$out/prove.json"
 } > "$out/summary.md"
 exit $status
 "##;

@@ -1,13 +1,14 @@
 //! The CUDA backend: polynomials in device memory, the NTT family and the quotient step on the GPU.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use ark_ec::AffineRepr;
 use cudarc::driver::{CudaSlice, PinnedHostSlice};
 use cuzk_field::{from_device_vec, to_device_vec, DeviceFr, DeviceRepr};
-use cuzk_groth16::{Backend, BackendError, Bases, MsmScalars, NttKind, PolyBackend};
+use cuzk_groth16::{Backend, BackendError, Bases, DeviceTimer, MsmScalars, NttKind, PolyBackend};
 use rayon::prelude::*;
 
 use crate::msm::{self, MsmBases, MsmConfig, MsmCurve, Points, G1, G2};
@@ -112,7 +113,15 @@ pub struct CudaBackend {
     gpu: Gpu,
     tables: Mutex<HashMap<u32, Arc<NttTables>>>,
     msm: MsmConfig,
+    /// Pinned, write-combined buffers that polynomials are converted into before their upload on the
+    /// copy stream, kept between proofs (partitions of one key have one size).
+    staging: Mutex<Vec<PinnedHostSlice<GpuFr>>>,
+    /// Device operations left before an injected failure; `u64::MAX` for none.
+    fault: AtomicU64,
 }
+
+/// Staging buffers kept per backend.
+const KEPT_STAGING: usize = 6;
 
 impl std::fmt::Debug for CudaBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -127,7 +136,89 @@ fn device(op: &'static str) -> impl Fn(CudaError) -> BackendError {
 impl CudaBackend {
     /// A backend on device `ordinal`.
     pub fn new(ordinal: usize) -> Result<Self, CudaError> {
-        Ok(Self { gpu: Gpu::new(ordinal)?, tables: Mutex::new(HashMap::new()), msm: MsmConfig::default() })
+        Ok(Self {
+            gpu: Gpu::new(ordinal)?,
+            tables: Mutex::new(HashMap::new()),
+            msm: MsmConfig::default(),
+            staging: Mutex::new(Vec::new()),
+            fault: AtomicU64::new(u64::MAX),
+        })
+    }
+
+    /// Makes the device operation after the next `ops` ones (polynomial uploads, NTT calls, the witness
+    /// map, MSMs) fail with [`CudaError::Injected`], once, to test how callers handle a CUDA failure in
+    /// the middle of a proof. `None` cancels a pending failure.
+    pub fn inject_fault_after(&self, ops: Option<u64>) {
+        self.fault.store(ops.unwrap_or(u64::MAX), Ordering::SeqCst);
+    }
+
+    /// Counts one device operation; fails it when an injected failure is due.
+    fn step(&self, op: &'static str) -> Result<(), CudaError> {
+        let due = self
+            .fault
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| match left {
+                u64::MAX => None,
+                0 => Some(u64::MAX),
+                n => Some(n - 1),
+            })
+            .is_ok_and(|left| left == 0);
+        if due {
+            Err(CudaError::Injected { op })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Uploads several polynomials of `size` elements: each is converted into a pinned staging buffer
+    /// (in parallel) and copied on the copy stream; kernels on the compute stream that use them wait
+    /// for their copies through the buffers' events.
+    pub fn upload_polys(&self, values: &[&[Fr]], size: usize) -> Result<Vec<GpuPoly>, CudaError> {
+        if let Some(v) = values.iter().find(|v| v.len() > size) {
+            return Err(CudaError::Length { op: "upload_polys", expected: size, got: v.len() });
+        }
+        let mut staged: Vec<PinnedHostSlice<GpuFr>> = {
+            let mut pool = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+            let mut taken = Vec::with_capacity(values.len());
+            while taken.len() < values.len() {
+                match pool.iter().position(|b| b.len() == size) {
+                    Some(i) => taken.push(pool.swap_remove(i)),
+                    None => break,
+                }
+            }
+            taken
+        };
+        while staged.len() < values.len() {
+            staged.push(self.gpu.pinned::<GpuFr>(size, false)?);
+        }
+        let copy = self.gpu.copy_stream();
+        let mut polys = Vec::with_capacity(values.len());
+        for (v, buf) in values.iter().zip(staged.iter_mut()) {
+            // Waits for this buffer's previous upload, if it is still in flight.
+            let host = buf.as_mut_slice().during("writing a staging buffer")?;
+            let (front, tail) = host.split_at_mut(v.len());
+            front.par_chunks_mut(1 << 14).zip(v.par_chunks(1 << 14)).for_each(|(dst, src)| {
+                for (d, s) in dst.iter_mut().zip(src) {
+                    *d = GpuFr(DeviceFr::from_ark(s));
+                }
+            });
+            tail.par_chunks_mut(1 << 14).for_each(|t| t.fill(GpuFr::default()));
+            let mut buf_dev = self.gpu.zeros::<GpuFr>(copy, size)?;
+            copy.memcpy_htod(&*buf, &mut buf_dev).during("uploading a polynomial")?;
+            polys.push(GpuPoly { buf: buf_dev });
+        }
+        let mut pool = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        for buf in staged {
+            if pool.len() < KEPT_STAGING {
+                pool.push(buf);
+            }
+        }
+        Ok(polys)
+    }
+
+    /// Loads every kernel module now (the MSM module otherwise loads on first use), so a backend that
+    /// is ready here will not fail later for want of kernels.
+    pub fn load_kernels(&self) -> Result<(), CudaError> {
+        self.gpu.msm_kernels().map(|_| ())
     }
 
     /// The same backend with other MSM tuning (window width, batch size).
@@ -258,11 +349,37 @@ impl CudaBackend {
     }
 }
 
+/// Events on the compute stream around a stretch of the backend's work. Every operation of the
+/// backend ends on the compute stream (uploads and sorting on other streams are waited for there), so
+/// the span covers it all.
+struct StageTimer {
+    timer: crate::Timer,
+    stream: Arc<cudarc::driver::CudaStream>,
+}
+
+impl DeviceTimer for StageTimer {
+    fn stop(&mut self) -> Result<(), BackendError> {
+        self.timer.stop(&self.stream).map_err(device("device_timer"))
+    }
+
+    fn elapsed(&self) -> Result<std::time::Duration, BackendError> {
+        let ms = self.timer.elapsed_ms().map_err(device("device_timer"))?;
+        Ok(std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+    }
+}
+
 impl PolyBackend for CudaBackend {
     type Poly = GpuPoly;
 
     fn name(&self) -> &'static str {
         "cuda"
+    }
+
+    fn device_timer(&self) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
+        let stream = self.gpu.compute_stream().clone();
+        let timer = self.gpu.timer().map_err(device("device_timer"))?;
+        timer.start(&stream).map_err(device("device_timer"))?;
+        Ok(Some(Box::new(StageTimer { timer, stream })))
     }
 
     fn poly_from_host(&self, values: &[Fr], size: usize) -> Result<GpuPoly, BackendError> {
@@ -280,7 +397,23 @@ impl PolyBackend for CudaBackend {
                 got: values.len(),
             });
         }
+        self.step("poly_from_host").map_err(device("poly_from_host"))?;
         self.upload_poly(values, size).map_err(device("poly_from_host"))
+    }
+
+    fn polys_from_host(&self, values: &[&[Fr]], size: usize) -> Result<Vec<GpuPoly>, BackendError> {
+        if !size.is_power_of_two() || size > 1 << MAX_LOG_N {
+            return Err(BackendError::UnsupportedSize {
+                op: "polys_from_host",
+                size,
+                reason: "not a power of two up to 2^28",
+            });
+        }
+        if let Some(v) = values.iter().find(|v| v.len() > size) {
+            return Err(BackendError::LengthMismatch { op: "polys_from_host", expected: size, got: v.len() });
+        }
+        self.step("polys_from_host").map_err(device("polys_from_host"))?;
+        self.upload_polys(values, size).map_err(device("polys_from_host"))
     }
 
     fn poly_to_host(&self, poly: &GpuPoly) -> Result<Vec<Fr>, BackendError> {
@@ -292,6 +425,7 @@ impl PolyBackend for CudaBackend {
     }
 
     fn ntt(&self, polys: &mut [&mut GpuPoly], kind: NttKind) -> Result<(), BackendError> {
+        self.step("ntt").map_err(device("ntt"))?;
         let Some(first) = polys.first() else { return Ok(()) };
         let n = first.len();
         for p in polys.iter() {
@@ -311,6 +445,7 @@ impl PolyBackend for CudaBackend {
     }
 
     fn quotient(&self, a: &mut GpuPoly, b: &GpuPoly, c: &GpuPoly, z_inv: Fr) -> Result<(), BackendError> {
+        self.step("quotient").map_err(device("quotient"))?;
         BackendError::expect_len("quotient", a.len(), b.len())?;
         BackendError::expect_len("quotient", a.len(), c.len())?;
         let stream = self.gpu.compute_stream();
@@ -325,6 +460,7 @@ impl PolyBackend for CudaBackend {
         c: &mut GpuPoly,
         z_inv: Fr,
     ) -> Result<(), BackendError> {
+        self.step("witness_map").map_err(device("witness_map"))?;
         let n = a.len();
         BackendError::expect_len("witness_map", n, b.len())?;
         BackendError::expect_len("witness_map", n, c.len())?;
@@ -360,6 +496,7 @@ impl Backend for CudaBackend {
         bases: &GpuBases<G1>,
         scalars: MsmScalars<'_, GpuPoly>,
     ) -> Result<G1Projective, BackendError> {
+        self.step("msm_g1").map_err(device("msm_g1"))?;
         match scalars {
             MsmScalars::Host(s) => {
                 BackendError::expect_len("msm_g1", bases.len(), s.len())?;
@@ -381,6 +518,7 @@ impl Backend for CudaBackend {
     }
 
     fn msm_g2(&self, bases: &GpuBases<G2>, scalars: &[Fr]) -> Result<G2Projective, BackendError> {
+        self.step("msm_g2").map_err(device("msm_g2"))?;
         BackendError::expect_len("msm_g2", bases.len(), scalars.len())?;
         self.msm_host(bases, scalars).map_err(device("msm_g2"))
     }

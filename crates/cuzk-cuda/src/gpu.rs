@@ -143,6 +143,30 @@ fn driver_present() -> bool {
     unsafe { sys::is_culib_present() }
 }
 
+/// Stream-ordered allocations come from the device's default memory pool. By default the pool hands
+/// freed memory back to the driver at every synchronisation, so each proof would allocate afresh; with
+/// no release threshold freed blocks stay in the pool and the next proof's buffers of the same sizes
+/// reuse them without calls into the driver's allocator.
+fn keep_freed_memory(ctx: &Arc<CudaContext>) -> Result<(), CudaError> {
+    ctx.bind_to_thread().during("binding the context")?;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: pool is a valid out-pointer and the device handle comes from a live context.
+    unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) }
+        .result()
+        .during("getting the device's memory pool")?;
+    let mut threshold: u64 = u64::MAX;
+    // SAFETY: CU_MEMPOOL_ATTR_RELEASE_THRESHOLD takes a pointer to a cuuint64_t, which threshold is.
+    unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+    }
+    .result()
+    .during("setting the memory pool's release threshold")
+}
+
 fn load(ctx: &Arc<CudaContext>, src: &str, op: &'static str) -> Result<Arc<CudaModule>, CudaError> {
     ctx.load_module(Ptx::from_src(src)).during(op)
 }
@@ -173,6 +197,7 @@ impl Gpu {
             return Err(CudaError::BadOrdinal { ordinal, count: devices.len() });
         }
         let ctx = CudaContext::new(ordinal).during("creating a context")?;
+        keep_freed_memory(&ctx)?;
         let compute = ctx.new_stream().during("creating the compute stream")?;
         let copy = ctx.new_stream().during("creating the copy stream")?;
         let side = ctx.new_stream().during("creating the side stream")?;

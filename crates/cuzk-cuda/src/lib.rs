@@ -63,6 +63,12 @@ pub enum CudaError {
     /// Data that came back from the device is not valid (unreduced limbs, a point off its curve).
     #[error("invalid data from the device: {0}")]
     Layout(#[from] cuzk_field::LayoutError),
+    /// A failure injected by [`CudaBackend::inject_fault_after`] (for testing error paths).
+    #[error("injected CUDA failure in {op}")]
+    Injected {
+        /// The operation that failed.
+        op: &'static str,
+    },
 }
 
 /// Attaches the operation's name to a driver error.

@@ -854,7 +854,7 @@ mod tests {
                 assert_eq!(p.half, 1 << (p.c - 1));
                 // The top window never carries: it holds at most c - 1 of the scalar's 255 bits.
                 assert!(255 - (p.windows - 1) * p.c < p.c, "{p:?}");
-                assert!(p.segments.is_power_of_two() && p.half % p.segments == 0, "{p:?}");
+                assert!(p.segments.is_power_of_two() && p.half.is_multiple_of(p.segments), "{p:?}");
                 assert!((1..=64).contains(&(p.half / p.segments)), "{p:?}");
                 assert!(p.first_chunk.is_power_of_two() && (8..=512).contains(&p.first_chunk), "{p:?}");
                 assert!((p.buckets() as u64) < 1 << 32);

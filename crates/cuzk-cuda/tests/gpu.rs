@@ -6,6 +6,7 @@ use ark_bls12_381::{Fq, Fq2, Fr, G1Projective, G2Projective};
 use ark_ec::{CurveGroup, VariableBaseMSM};
 use ark_ff::{BigInt, FftField, Field, One, PrimeField, UniformRand, Zero};
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
+use cuzk_circuits::PorepLike;
 use cuzk_cuda::msm::{MsmCurve, G1, G2};
 use cuzk_cuda::{kernels, CudaBackend, GpuFq, GpuFq2, GpuFr, MsmConfig, Residency};
 use cuzk_field::{constants, DeviceFq, DeviceFq2, DeviceFr, DeviceRepr};
@@ -497,4 +498,62 @@ fn groth16_proofs_on_the_gpu_equal_the_cpu_backends() {
         let (on_cpu, _) = prove(&CpuBackend, &cpu_key, &syn, r, s, &ProveOptions::default()).unwrap();
         assert_eq!(on_gpu, on_cpu, "proofs differ at 2^{k}");
     }
+}
+
+#[test]
+fn porep_like_partitions_on_the_gpu_equal_ark_groth16() {
+    // Byte-identical to ark-groth16's own prover for the same r and s, and verified by it.
+    let gpu = backend();
+    let mut rng = seeded_rng("groth16_porep_gpu");
+    let first = PorepLike::for_log_constraints(12, 7, 0).unwrap();
+    let pk = keygen(first, &mut rng);
+    let key = PreparedKey::new(&gpu, pk.clone()).unwrap();
+    let pvk = ark_groth16::prepare_verifying_key(&pk.vk);
+    for partition in 0..3 {
+        let circuit = PorepLike::for_log_constraints(12, 7, partition).unwrap();
+        let syn = synthesize(circuit, &SynthesisOptions::default()).unwrap();
+        let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+        let (proof, _) = prove(&gpu, &key, &syn, r, s, &ProveOptions::default()).unwrap();
+        let expected =
+            ark_groth16::Groth16::<ark_bls12_381::Bls12_381>::create_proof_with_reduction(circuit, &pk, r, s)
+                .unwrap();
+        assert_eq!(proof, expected, "partition {partition}");
+        assert!(ark_groth16::Groth16::<ark_bls12_381::Bls12_381>::verify_proof(
+            &pvk,
+            &proof,
+            syn.public_inputs()
+        )
+        .unwrap());
+    }
+}
+
+#[test]
+fn an_injected_cuda_failure_fails_that_proof_and_the_next_one_is_right() {
+    let gpu = backend();
+    let mut rng = seeded_rng("groth16_fault");
+    let circuit = Synthetic::with_log_rows(10, rng.gen()).with_bit_share(300);
+    let pk = keygen(circuit, &mut rng);
+    let syn = synthesize(circuit, &SynthesisOptions::default()).unwrap();
+    let gpu_key = PreparedKey::new(&gpu, pk.clone()).unwrap();
+    let cpu_key = PreparedKey::new(&CpuBackend, pk).unwrap();
+    // A proof makes seven device calls (uploads, witness map, four G1 MSMs, one G2 MSM): fail each.
+    for after in 0..7 {
+        gpu.inject_fault_after(Some(after));
+        let err = prove(&gpu, &gpu_key, &syn, Fr::from(3u64), Fr::from(5u64), &ProveOptions::default())
+            .expect_err("an injected failure must fail the proof");
+        // The prover names the operation; the injected cause is further down the source chain.
+        let mut chain = err.to_string();
+        let mut source = std::error::Error::source(&err);
+        while let Some(e) = source {
+            chain.push_str(&format!(": {e}"));
+            source = e.source();
+        }
+        assert!(chain.contains("injected CUDA failure"), "after {after}: {chain}");
+        let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+        let (next, _) = prove(&gpu, &gpu_key, &syn, r, s, &ProveOptions::default())
+            .unwrap_or_else(|e| panic!("the proof after a failure (after {after}): {e}"));
+        let (on_cpu, _) = prove(&CpuBackend, &cpu_key, &syn, r, s, &ProveOptions::default()).unwrap();
+        assert_eq!(next, on_cpu, "the proof after a failure (after {after}) differs");
+    }
+    gpu.inject_fault_after(None);
 }

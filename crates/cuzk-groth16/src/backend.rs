@@ -76,6 +76,15 @@ pub enum BackendError {
     },
 }
 
+/// Device-side timing of a stretch of a backend's work (events on the device's own clock), for
+/// backends whose calls return before the device has finished them.
+pub trait DeviceTimer: Send {
+    /// Marks the end of the stretch (does not wait for the device).
+    fn stop(&mut self) -> Result<(), BackendError>;
+    /// The stretch's device time (waits until the device has reached the end mark).
+    fn elapsed(&self) -> Result<std::time::Duration, BackendError>;
+}
+
 /// The polynomial half of a prover backend: the witness map's NTT family and quotient step on
 /// polynomials the backend owns.
 pub trait PolyBackend: Send + Sync {
@@ -91,8 +100,19 @@ pub trait PolyBackend: Send + Sync {
         false
     }
 
+    /// Starts timing the device's work from now on, for backends that can (`None`: the backend's calls
+    /// finish before they return, so the host's clock measures them).
+    fn device_timer(&self) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
+        Ok(None)
+    }
+
     /// A polynomial of `size` elements (a power of two): `values` followed by zeros.
     fn poly_from_host(&self, values: &[Fr], size: usize) -> Result<Self::Poly, BackendError>;
+    /// Several polynomials of `size` elements at once (the witness map's `a`, `b`, `c`), in order.
+    /// Backends that stage uploads override it so the uploads overlap.
+    fn polys_from_host(&self, values: &[&[Fr]], size: usize) -> Result<Vec<Self::Poly>, BackendError> {
+        values.iter().map(|v| self.poly_from_host(v, size)).collect()
+    }
     /// Copies a polynomial back to the host.
     fn poly_to_host(&self, poly: &Self::Poly) -> Result<Vec<Fr>, BackendError>;
     /// Number of elements in a polynomial.

@@ -7,10 +7,12 @@ mod cpu_msm;
 mod key;
 mod prover;
 
-pub use backend::{Backend, BackendError, Bases, MsmScalars, NttKind, PolyBackend};
+pub use backend::{Backend, BackendError, Bases, DeviceTimer, MsmScalars, NttKind, PolyBackend};
 pub use cpu::{CpuBackend, CpuPoly};
 pub use key::PreparedKey;
-pub use prover::{prove, verify, witness_map, witness_map_from_evaluations, ProveOptions, StageTimes};
+pub use prover::{
+    prove, verify, witness_map, witness_map_from_evaluations, DeviceStageTimes, ProveOptions, StageTimes,
+};
 
 /// Why a proof could not be produced.
 #[derive(Debug, thiserror::Error)]

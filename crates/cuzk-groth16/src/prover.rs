@@ -8,7 +8,7 @@ use ark_ff::{FftField, Field, Zero};
 use ark_groth16::{Groth16, Proof};
 use cuzk_synth::Synthesized;
 
-use crate::{Backend, BackendError, MsmScalars, PolyBackend, PreparedKey, ProveError};
+use crate::{Backend, BackendError, DeviceTimer, MsmScalars, PolyBackend, PreparedKey, ProveError};
 
 /// How to prove.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,12 +45,52 @@ pub struct StageTimes {
     pub verify: Duration,
     /// Everything, end to end.
     pub total: Duration,
+    /// The same stages on the device's clock, from backends that time their device work
+    /// ([`PolyBackend::device_timer`]); `None` on the CPU. When several proofs share a device at once,
+    /// a stage's span also covers the others' work queued in between.
+    pub device: Option<DeviceStageTimes>,
+}
+
+/// Device time of each GPU stage of one proof, from events around the stage's work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceStageTimes {
+    /// Uploads of `a`, `b`, `c`, the seven NTTs and the quotient step.
+    pub witness_map: Duration,
+    /// MSM of `a_query`.
+    pub msm_a: Duration,
+    /// MSM of `b_g1_query` (zero when skipped).
+    pub msm_b_g1: Duration,
+    /// MSM of `b_g2_query`.
+    pub msm_b_g2: Duration,
+    /// MSM of `l_query`.
+    pub msm_l: Duration,
+    /// MSM of `h_query`.
+    pub msm_h: Duration,
 }
 
 fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     let t = Instant::now();
     let v = f();
     (v, t.elapsed())
+}
+
+/// A stage's device timer, started before and stopped after `f`.
+type Timer = Option<Box<dyn DeviceTimer>>;
+
+fn device_timed<B: PolyBackend, T>(
+    backend: &B,
+    f: impl FnOnce() -> T,
+) -> Result<(T, Duration, Timer), BackendError> {
+    let mut timer = backend.device_timer()?;
+    let (v, host) = timed(f);
+    if let Some(t) = timer.as_mut() {
+        t.stop()?;
+    }
+    Ok((v, host, timer))
+}
+
+fn device_elapsed(timer: &Timer) -> Result<Duration, BackendError> {
+    timer.as_ref().map_or(Ok(Duration::ZERO), |t| t.elapsed())
 }
 
 /// Runs `a` and `b`, concurrently when the backend allows it.
@@ -81,9 +121,10 @@ pub fn witness_map_from_evaluations<B: PolyBackend>(
     c: &[Fr],
     n: usize,
 ) -> Result<B::Poly, BackendError> {
-    let mut a = backend.poly_from_host(a, n)?;
-    let mut b = backend.poly_from_host(b, n)?;
-    let mut c = backend.poly_from_host(c, n)?;
+    let mut polys = backend.polys_from_host(&[a, b, c], n)?;
+    let (Some(mut c), Some(mut b), Some(mut a)) = (polys.pop(), polys.pop(), polys.pop()) else {
+        return Err(BackendError::LengthMismatch { op: "polys_from_host", expected: 3, got: polys.len() });
+    };
     // Z(x) = x^n − 1 is constant on the coset g·H: Z(g·ω^i) = g^n − 1.
     let z = Fr::GENERATOR.pow([n as u64]) - Fr::from(1u64);
     let z_inv = z.inverse().ok_or(BackendError::UnsupportedSize {
@@ -111,7 +152,7 @@ pub fn prove<B: Backend>(
     let mut times = StageTimes::default();
     key.check_fits(&syn.counts())?;
 
-    let (h, t) = timed(|| witness_map(backend, syn));
+    let (h, t, wm_timer) = device_timed(backend, || witness_map(backend, syn))?;
     let h = h?;
     times.witness_map = t;
 
@@ -119,7 +160,7 @@ pub fn prove<B: Backend>(
     let z = &syn.assignment[..];
     let witness = syn.witness();
     let h_len = key.domain_size() - 1;
-    let msm = |bases, scalars| timed(|| backend.msm_g1(bases, scalars));
+    let msm = |bases, scalars| device_timed(backend, || backend.msm_g1(bases, scalars));
     let ((h_acc, l_acc), (a_acc, (b1_acc, b2_acc))) = join(
         par,
         || {
@@ -139,20 +180,31 @@ pub fn prove<B: Backend>(
                         || {
                             // B in G1 only enters C through r·B1.
                             if r.is_zero() {
-                                (Ok(G1Projective::zero()), Duration::ZERO)
+                                Ok((Ok(G1Projective::zero()), Duration::ZERO, None))
                             } else {
                                 msm(&key.b_g1, MsmScalars::Host(z))
                             }
                         },
-                        || timed(|| backend.msm_g2(&key.b_g2, z)),
+                        || device_timed(backend, || backend.msm_g2(&key.b_g2, z)),
                     )
                 },
             )
         },
     );
     drop(h);
+    let (h_acc, l_acc, a_acc, b1_acc, b2_acc) = (h_acc?, l_acc?, a_acc?, b1_acc?, b2_acc?);
     (times.msm_h, times.msm_l, times.msm_a, times.msm_b_g1, times.msm_b_g2) =
         (h_acc.1, l_acc.1, a_acc.1, b1_acc.1, b2_acc.1);
+    if wm_timer.is_some() {
+        times.device = Some(DeviceStageTimes {
+            witness_map: device_elapsed(&wm_timer)?,
+            msm_h: device_elapsed(&h_acc.2)?,
+            msm_l: device_elapsed(&l_acc.2)?,
+            msm_a: device_elapsed(&a_acc.2)?,
+            msm_b_g1: device_elapsed(&b1_acc.2)?,
+            msm_b_g2: device_elapsed(&b2_acc.2)?,
+        });
+    }
     let (h_acc, l_acc, a_acc, b1_acc, b2_acc) = (h_acc.0?, l_acc.0?, a_acc.0?, b1_acc.0?, b2_acc.0?);
 
     let acc = Accumulators { a: a_acc, b_g1: b1_acc, b_g2: b2_acc, l: l_acc, h: h_acc };

@@ -7,6 +7,7 @@ use ark_bls12_381::{Bls12_381, Fr};
 use ark_ff::UniformRand;
 use ark_groth16::{Proof, ProvingKey, VerifyingKey};
 use ark_relations::gr1cs::ConstraintSynthesizer;
+use cuzk_cuda::CudaBackend;
 use cuzk_groth16::{CpuBackend, PolyBackend, PreparedKey, ProveOptions, StageTimes};
 use cuzk_keystore::{KeyStore, LoadReport};
 use cuzk_synth::{Counts, R1csShape, SynthError, SynthesisOptions, Synthesized};
@@ -15,16 +16,40 @@ use rayon::prelude::*;
 
 use crate::{BackendKind, Config, Error};
 
-/// Why the CUDA backend cannot be used by this build.
-const CUDA_MISSING: &str = "CUDA backend not built into the engine yet: cuzk_cuda::CudaBackend proves \
-     through cuzk_groth16::prove, but the engine does not route keys and partitions to it";
+/// The CUDA backend on device 0 with every kernel module loaded, or why it cannot be used.
+fn open_cuda() -> Result<Arc<CudaBackend>, String> {
+    let backend = CudaBackend::new(0).map_err(|e| format!("no usable CUDA GPU: {e}"))?;
+    backend.load_kernels().map_err(|e| format!("the CUDA kernels do not load: {e}"))?;
+    Ok(Arc::new(backend))
+}
 
 enum Backends {
     Cpu(CpuBackend),
+    Cuda(Arc<CudaBackend>),
 }
 
+/// A key prepared by one backend. A CUDA key holds its backend (the device its bases live on).
+// One per key and always behind an Arc: the variants' size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum KeyInner {
     Cpu(PreparedKey<CpuBackend>),
+    Cuda(PreparedKey<CudaBackend>, Arc<CudaBackend>),
+}
+
+impl KeyInner {
+    /// Proves one synthesized partition on the backend the key lives in.
+    pub(crate) fn prove(
+        &self,
+        syn: &Synthesized,
+        r: Fr,
+        s: Fr,
+        options: &ProveOptions,
+    ) -> Result<(Proof<Bls12_381>, StageTimes), cuzk_groth16::ProveError> {
+        match self {
+            KeyInner::Cpu(k) => cuzk_groth16::prove(&CpuBackend, k, syn, r, s, options),
+            KeyInner::Cuda(k, b) => cuzk_groth16::prove(&**b, k, syn, r, s, options),
+        }
+    }
 }
 
 /// A proving key resident in an engine's backend, optionally with the recorded R1CS shape of its
@@ -60,6 +85,7 @@ impl Key {
     pub fn with_shape(&self, shape: Arc<R1csShape>) -> Result<Key, Error> {
         match &*self.inner {
             KeyInner::Cpu(k) => k.check_fits(&shape.counts())?,
+            KeyInner::Cuda(k, _) => k.check_fits(&shape.counts())?,
         }
         Ok(Key { inner: self.inner.clone(), shape: Some(shape) })
     }
@@ -73,6 +99,7 @@ impl Key {
     pub fn vk(&self) -> &VerifyingKey<Bls12_381> {
         match &*self.inner {
             KeyInner::Cpu(k) => k.vk(),
+            KeyInner::Cuda(k, _) => k.vk(),
         }
     }
 
@@ -80,12 +107,14 @@ impl Key {
     pub fn domain_size(&self) -> usize {
         match &*self.inner {
             KeyInner::Cpu(k) => k.domain_size(),
+            KeyInner::Cuda(k, _) => k.domain_size(),
         }
     }
 
     fn backend_name(&self) -> &'static str {
         match &*self.inner {
             KeyInner::Cpu(_) => CpuBackend.name(),
+            KeyInner::Cuda(_, b) => b.name(),
         }
     }
 }
@@ -193,18 +222,20 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// Creates an engine. `BackendKind::Cuda` fails when the CUDA backend cannot be used;
-    /// `BackendKind::Auto` then falls back to the CPU and says why in [`Engine::backend_note`].
+    /// Creates an engine. `BackendKind::Cuda` fails when the CUDA backend cannot be used (no driver,
+    /// no device, or kernels that do not load); `BackendKind::Auto` then falls back to the CPU and says
+    /// why in [`Engine::backend_note`].
     pub fn new(config: Config) -> Result<Self, Error> {
         let (backend, note) = match config.backend {
             BackendKind::Cpu => (Backends::Cpu(CpuBackend), None),
-            BackendKind::Auto => (Backends::Cpu(CpuBackend), Some(format!("using the CPU: {CUDA_MISSING}"))),
-            BackendKind::Cuda => {
-                return Err(Error::BackendUnavailable {
-                    backend: BackendKind::Cuda,
-                    reason: CUDA_MISSING.into(),
-                })
-            }
+            BackendKind::Auto => match open_cuda() {
+                Ok(b) => (Backends::Cuda(b), None),
+                Err(why) => (Backends::Cpu(CpuBackend), Some(format!("using the CPU: {why}"))),
+            },
+            BackendKind::Cuda => match open_cuda() {
+                Ok(b) => (Backends::Cuda(b), None),
+                Err(reason) => return Err(Error::BackendUnavailable { backend: BackendKind::Cuda, reason }),
+            },
         };
         Ok(Self { config, backend, note })
     }
@@ -218,6 +249,7 @@ impl Engine {
     pub fn backend_name(&self) -> &'static str {
         match &self.backend {
             Backends::Cpu(b) => b.name(),
+            Backends::Cuda(b) => b.name(),
         }
     }
 
@@ -240,6 +272,7 @@ impl Engine {
     pub fn load_key(&self, pk: ProvingKey<Bls12_381>) -> Result<Key, Error> {
         let inner = match &self.backend {
             Backends::Cpu(b) => KeyInner::Cpu(PreparedKey::new(b, pk)?),
+            Backends::Cuda(b) => KeyInner::Cuda(PreparedKey::new(&**b, pk)?, b.clone()),
         };
         Ok(Key { inner: Arc::new(inner), shape: None })
     }
@@ -288,6 +321,16 @@ impl Engine {
         key.shape.as_ref().filter(|_| self.config.witness_only)
     }
 
+    /// Refuses a key prepared by another backend than this engine's.
+    fn check_key(&self, key: &Key) -> Result<(), Error> {
+        let (engine, key_backend) = (self.backend_name(), key.backend_name());
+        if engine == key_backend {
+            Ok(())
+        } else {
+            Err(Error::KeyBackend { key: key_backend, engine })
+        }
+    }
+
     /// How partitions of `key` are synthesized by this engine.
     pub fn synthesis_mode(&self, key: &Key) -> SynthesisMode {
         match self.shape_for(key) {
@@ -325,11 +368,8 @@ impl Engine {
         let (syn, synthesis_mode) =
             synthesize_partition(self.shape_for(key).map(|s| &**s), circuit, &self.synthesis_options())?;
         let synthesis = start.elapsed();
-        let (proof, stages) = match (&self.backend, &*key.inner) {
-            (Backends::Cpu(b), KeyInner::Cpu(k)) => {
-                cuzk_groth16::prove(b, k, &syn, r, s, &self.prove_options())?
-            }
-        };
+        self.check_key(key)?;
+        let (proof, stages) = key.inner.prove(&syn, r, s, &self.prove_options())?;
         Ok(ProofReport {
             proof,
             counts: syn.counts(),
@@ -434,8 +474,9 @@ impl Engine {
         if randomness.len() != circuits.len() {
             return Err(Error::RandomnessCount { partitions: circuits.len(), pairs: randomness.len() });
         }
+        self.check_key(key)?;
         let synthesis_mode = self.synthesis_mode(key);
-        let stages = crate::pipeline::CpuStages::<C> {
+        let stages = crate::pipeline::EngineStages::<C> {
             key: key.clone(),
             shape: self.shape_for(key).cloned(),
             synthesis: self.synthesis_options(),

@@ -15,6 +15,14 @@ pub enum Error {
         /// Why it cannot be used.
         reason: String,
     },
+    /// A key prepared by one backend given to an engine on another.
+    #[error("the key was loaded by a {key} engine; this engine proves on {engine}: load the key into it")]
+    KeyBackend {
+        /// The key's backend.
+        key: &'static str,
+        /// The engine's backend.
+        engine: &'static str,
+    },
     /// The circuit failed to synthesize, or its witness does not satisfy it.
     #[error(transparent)]
     Synthesis(#[from] SynthError),

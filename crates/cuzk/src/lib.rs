@@ -17,7 +17,7 @@ pub use cuzk_sched as sched;
 pub use ark_bls12_381::{Bls12_381, Fr};
 pub use ark_groth16::{Proof, ProvingKey, VerifyingKey};
 pub use ark_relations::gr1cs::{ConstraintSynthesizer, SynthesisError};
-pub use cuzk_groth16::StageTimes;
+pub use cuzk_groth16::{DeviceStageTimes, StageTimes};
 pub use cuzk_synth::{Counts, R1csShape};
 
 /// The proving-key store: keys and recorded R1CS shapes on disk, for [`Engine::load_key_from_store`].

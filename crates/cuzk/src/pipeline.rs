@@ -1,9 +1,10 @@
 //! Proving through the scheduler: partitions synthesized by a pool of CPU workers while the backend
 //! proves the ones already synthesized, with a timeline of every step.
 //!
-//! On the CPU backend there is no device memory, so "upload" hands the synthesized partition over and
-//! the "kernels" step (witness map, MSMs, assembly, self-check) runs under the scheduler's kernel lock:
-//! one partition proves at a time with all cores, while synthesis of the next ones overlaps it.
+//! "Upload" hands the synthesized partition over and the "kernels" step (witness map, MSMs, assembly,
+//! self-check) runs under the scheduler's kernel lock on the key's backend: on the CPU one partition
+//! proves at a time with all cores; on CUDA the whole proof runs in that step (its uploads included),
+//! not yet split into a separate upload stage. Synthesis of the next partitions overlaps it either way.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -15,11 +16,11 @@ use cuzk_groth16::{ProveOptions, StageTimes};
 use cuzk_sched::{KernelLog, PartitionRef, Placement, StageError, Stages};
 use cuzk_synth::{R1csShape, SynthesisOptions, Synthesized};
 
-use crate::engine::{synthesize_partition, KeyInner};
+use crate::engine::synthesize_partition;
 use crate::{Key, SynthesisMode};
 
-/// The CPU engine's partition stages for the scheduler.
-pub(crate) struct CpuStages<C> {
+/// The engine's partition stages for the scheduler.
+pub(crate) struct EngineStages<C> {
     pub(crate) key: Key,
     /// The shape to synthesize witness-only against; `None` for full synthesis.
     pub(crate) shape: Option<Arc<R1csShape>>,
@@ -40,7 +41,7 @@ fn stage_error(stage: &'static str) -> impl Fn(String) -> StageError {
 }
 
 /// Logs the prover's phases back to back, as they ran: the witness map, the MSMs (five of them,
-/// concurrent on the CPU, so their phase's wall time), then assembly and the self-check.
+/// concurrent, so their phase's wall time), then assembly and the self-check.
 fn log_stages(log: &mut KernelLog, t: &StageTimes) {
     let msms = t.total.saturating_sub(t.witness_map + t.assemble + t.verify);
     for (name, d) in [("witness_map", t.witness_map), ("msms", msms), ("assembly", t.assemble + t.verify)] {
@@ -48,7 +49,7 @@ fn log_stages(log: &mut KernelLog, t: &StageTimes) {
     }
 }
 
-impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for CpuStages<C> {
+impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
     type Input = (C, Fr, Fr);
     type Synthesized = Partition;
     type Staged = Partition;
@@ -77,10 +78,11 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for CpuStages<C> {
         p: Partition,
         log: &mut KernelLog,
     ) -> Result<Proof<Bls12_381>, StageError> {
-        let KeyInner::Cpu(key) = &*self.key.inner;
-        let (proof, times) =
-            cuzk_groth16::prove(&cuzk_groth16::CpuBackend, key, &p.syn, p.r, p.s, &self.prove)
-                .map_err(|e| stage_error("kernels")(e.to_string()))?;
+        let (proof, times) = self
+            .key
+            .inner
+            .prove(&p.syn, p.r, p.s, &self.prove)
+            .map_err(|e| stage_error("kernels")(e.to_string()))?;
         log_stages(log, &times);
         Ok(proof)
     }

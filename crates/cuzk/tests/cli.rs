@@ -43,7 +43,12 @@ fn bench_runs_ark_groth16_side_by_side_and_proofs_are_identical() {
     assert_eq!(v["command"], "bench");
     assert_eq!(v["identical_to_arkworks"], true);
     assert!(v["speedup_vs_arkworks"].as_f64().is_some_and(|x| x > 0.0));
-    assert!(v["backend_note"].as_str().is_some_and(|n| n.contains("CUDA")), "auto says why it chose the CPU");
+    if v["backend"] == "cpu" {
+        assert!(
+            v["backend_note"].as_str().is_some_and(|n| n.contains("CUDA")),
+            "auto says why it chose the CPU"
+        );
+    }
 }
 
 #[test]
@@ -55,11 +60,14 @@ fn human_output_is_a_table() {
 }
 
 #[test]
-fn cuda_backend_fails_with_a_clear_message() {
+fn cuda_backend_proves_or_fails_with_a_clear_message() {
     let out = cuzk(&["prove", "--backend", "cuda", "-k", "5"]);
-    assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cuda backend unavailable") && err.contains("CUDA backend not built"), "{err}");
+    if out.status.success() {
+        assert!(String::from_utf8_lossy(&out.stdout).contains("proofs verified"), "{err}");
+    } else {
+        assert!(err.contains("cuda backend unavailable") && err.contains("no usable CUDA GPU"), "{err}");
+    }
 }
 
 #[test]

@@ -439,6 +439,37 @@ struct Stages {
     assemble: f64,
     verify: f64,
     total: f64,
+    /// The GPU stages on the device's clock (CUDA events), when the backend times them.
+    device: Option<DeviceStages>,
+}
+
+/// Device time of the GPU stages of partition 0, in seconds.
+#[derive(Serialize, Default, Clone, Copy)]
+struct DeviceStages {
+    witness_map: f64,
+    msm_a: f64,
+    msm_b_g1: f64,
+    msm_b_g2: f64,
+    msm_l: f64,
+    msm_h: f64,
+    /// Their sum: the partition's GPU time.
+    total: f64,
+}
+
+impl DeviceStages {
+    fn of(d: &cuzk::DeviceStageTimes) -> Self {
+        let parts =
+            [d.witness_map, d.msm_a, d.msm_b_g1, d.msm_b_g2, d.msm_l, d.msm_h].map(|t| t.as_secs_f64());
+        Self {
+            witness_map: parts[0],
+            msm_a: parts[1],
+            msm_b_g1: parts[2],
+            msm_b_g2: parts[3],
+            msm_l: parts[4],
+            msm_h: parts[5],
+            total: parts.iter().sum(),
+        }
+    }
 }
 
 impl Stages {
@@ -456,6 +487,7 @@ impl Stages {
             assemble: s.assemble.as_secs_f64(),
             verify: s.verify.as_secs_f64(),
             total: r.total.as_secs_f64(),
+            device: s.device.as_ref().map(DeviceStages::of),
         }
     }
 
@@ -483,6 +515,7 @@ impl Stages {
             assemble: secs("kernel:assembly"),
             verify: 0.0,
             total: if first.is_finite() { (last - first) / 1e6 } else { 0.0 },
+            device: None,
         }
     }
 
@@ -692,6 +725,20 @@ fn print_table(o: &Output) {
     println!("  stages of partition 0:");
     for (name, secs) in o.stages.rows() {
         println!("    {name:<22}  {:>10.3} s", secs);
+    }
+    if let Some(d) = &o.stages.device {
+        println!("  on the device (CUDA events), partition 0:");
+        for (name, secs) in [
+            ("witness map", d.witness_map),
+            ("MSM A (G1)", d.msm_a),
+            ("MSM B (G1)", d.msm_b_g1),
+            ("MSM B (G2)", d.msm_b_g2),
+            ("MSM L (G1)", d.msm_l),
+            ("MSM H (G1)", d.msm_h),
+            ("GPU time", d.total),
+        ] {
+            println!("    {name:<22}  {:>10.3} s", secs);
+        }
     }
     println!(
         "  all partitions (wall)     {:>10.3} s  ({:.3} s per partition)",
