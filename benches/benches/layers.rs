@@ -100,7 +100,7 @@ fn msm(c: &mut Criterion) {
             b.iter(|| G1Projective::msm_bigint(&g1, &bigints))
         });
         g.bench_function(BenchmarkId::new("g2_cuzk_cpu", &id), |b| {
-            b.iter(|| CpuBackend.msm_g2(&g2, &scalars))
+            b.iter(|| CpuBackend.msm_g2(&g2, MsmScalars::Host(&scalars)))
         });
         g.bench_function(BenchmarkId::new("g2_ark_ec", &id), |b| {
             b.iter(|| G2Projective::msm_bigint(&g2, &bigints))

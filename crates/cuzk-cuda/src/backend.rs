@@ -169,6 +169,25 @@ impl CudaBackend {
         }
     }
 
+    /// An MSM on host scalars or on a range of a device polynomial.
+    fn msm_scalars<C: MsmCurve>(
+        &self,
+        op: &'static str,
+        bases: &GpuBases<C>,
+        scalars: MsmScalars<'_, GpuPoly>,
+    ) -> Result<ark_ec::short_weierstrass::Projective<C::Config>, BackendError> {
+        self.step(op).map_err(device(op))?;
+        BackendError::expect_len(op, bases.len(), scalars.len())?;
+        match scalars {
+            MsmScalars::Host(s) => self.msm_host(bases, s).map_err(device(op)),
+            MsmScalars::Poly { poly, offset, len } => {
+                let range = MsmScalars::<GpuPoly>::checked_range(op, offset, len, poly.len())?;
+                msm::msm::<C>(&self.gpu, &bases.msm_bases(), &poly.buf.slice(range), &self.msm)
+                    .map_err(device(op))
+            }
+        }
+    }
+
     /// Uploads several polynomials of `size` elements: each is converted into a pinned staging buffer
     /// (in parallel) and copied on the copy stream; kernels on the compute stream that use them wait
     /// for their copies through the buffers' events.
@@ -401,6 +420,15 @@ impl PolyBackend for CudaBackend {
         self.upload_poly(values, size).map_err(device("poly_from_host"))
     }
 
+    fn scalars_from_host(&self, scalars: &[Fr]) -> Result<Option<GpuPoly>, BackendError> {
+        if scalars.is_empty() {
+            return Ok(None);
+        }
+        self.step("scalars_from_host").map_err(device("scalars_from_host"))?;
+        let mut polys = self.upload_polys(&[scalars], scalars.len()).map_err(device("scalars_from_host"))?;
+        Ok(polys.pop())
+    }
+
     fn polys_from_host(&self, values: &[&[Fr]], size: usize) -> Result<Vec<GpuPoly>, BackendError> {
         if !size.is_power_of_two() || size > 1 << MAX_LOG_N {
             return Err(BackendError::UnsupportedSize {
@@ -496,30 +524,14 @@ impl Backend for CudaBackend {
         bases: &GpuBases<G1>,
         scalars: MsmScalars<'_, GpuPoly>,
     ) -> Result<G1Projective, BackendError> {
-        self.step("msm_g1").map_err(device("msm_g1"))?;
-        match scalars {
-            MsmScalars::Host(s) => {
-                BackendError::expect_len("msm_g1", bases.len(), s.len())?;
-                self.msm_host(bases, s).map_err(device("msm_g1"))
-            }
-            MsmScalars::Poly { poly, len } => {
-                BackendError::expect_len("msm_g1", bases.len(), len)?;
-                if len > poly.len() {
-                    return Err(BackendError::LengthMismatch {
-                        op: "msm_g1",
-                        expected: len,
-                        got: poly.len(),
-                    });
-                }
-                msm::msm::<G1>(&self.gpu, &bases.msm_bases(), &poly.buf.slice(..len), &self.msm)
-                    .map_err(device("msm_g1"))
-            }
-        }
+        self.msm_scalars("msm_g1", bases, scalars)
     }
 
-    fn msm_g2(&self, bases: &GpuBases<G2>, scalars: &[Fr]) -> Result<G2Projective, BackendError> {
-        self.step("msm_g2").map_err(device("msm_g2"))?;
-        BackendError::expect_len("msm_g2", bases.len(), scalars.len())?;
-        self.msm_host(bases, scalars).map_err(device("msm_g2"))
+    fn msm_g2(
+        &self,
+        bases: &GpuBases<G2>,
+        scalars: MsmScalars<'_, GpuPoly>,
+    ) -> Result<G2Projective, BackendError> {
+        self.msm_scalars("msm_g2", bases, scalars)
     }
 }

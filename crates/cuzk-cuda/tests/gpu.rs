@@ -536,8 +536,9 @@ fn an_injected_cuda_failure_fails_that_proof_and_the_next_one_is_right() {
     let syn = synthesize(circuit, &SynthesisOptions::default()).unwrap();
     let gpu_key = PreparedKey::new(&gpu, pk.clone()).unwrap();
     let cpu_key = PreparedKey::new(&CpuBackend, pk).unwrap();
-    // A proof makes seven device calls (uploads, witness map, four G1 MSMs, one G2 MSM): fail each.
-    for after in 0..7 {
+    // A proof makes eight device calls (a, b, c and z uploads, witness map, four G1 MSMs, one G2 MSM):
+    // fail each.
+    for after in 0..8 {
         gpu.inject_fault_after(Some(after));
         let err = prove(&gpu, &gpu_key, &syn, Fr::from(3u64), Fr::from(5u64), &ProveOptions::default())
             .expect_err("an injected failure must fail the proof");

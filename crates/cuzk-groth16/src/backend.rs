@@ -26,19 +26,59 @@ pub enum NttKind {
     CosetInverse,
 }
 
-/// The scalars of an MSM: in host memory, or a prefix of a backend-owned polynomial (so `h` need not
+/// The scalars of an MSM: in host memory, or a range of a backend-owned polynomial (so `h` need not
 /// leave the device).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub enum MsmScalars<'a, P> {
     /// Scalars in host memory.
     Host(&'a [Fr]),
-    /// The first `len` coefficients of a backend polynomial.
+    /// Coefficients `offset .. offset + len` of a backend polynomial.
     Poly {
         /// The polynomial.
         poly: &'a P,
-        /// How many leading coefficients take part.
+        /// The first coefficient that takes part.
+        offset: usize,
+        /// How many coefficients take part.
         len: usize,
     },
+}
+
+impl<P> Clone for MsmScalars<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P> Copy for MsmScalars<'_, P> {}
+
+impl<P> MsmScalars<'_, P> {
+    /// How many scalars there are.
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Host(s) => s.len(),
+            Self::Poly { len, .. } => *len,
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The range `offset .. offset + len` of a polynomial of `poly_len` coefficients, checked.
+    pub fn checked_range(
+        op: &'static str,
+        offset: usize,
+        len: usize,
+        poly_len: usize,
+    ) -> Result<std::ops::Range<usize>, BackendError> {
+        match offset.checked_add(len) {
+            Some(end) if end <= poly_len => Ok(offset..end),
+            _ => {
+                Err(BackendError::LengthMismatch { op, expected: poly_len, got: offset.saturating_add(len) })
+            }
+        }
+    }
 }
 
 /// A failed backend operation.
@@ -103,6 +143,13 @@ pub trait PolyBackend: Send + Sync {
     /// Starts timing the device's work from now on, for backends that can (`None`: the backend's calls
     /// finish before they return, so the host's clock measures them).
     fn device_timer(&self) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
+        Ok(None)
+    }
+
+    /// A copy of MSM scalars in backend memory, for backends where several MSMs taking the same host
+    /// scalars would each copy them (`None`: the MSMs read host memory directly).
+    fn scalars_from_host(&self, scalars: &[Fr]) -> Result<Option<Self::Poly>, BackendError> {
+        let _ = scalars;
         Ok(None)
     }
 
@@ -173,7 +220,11 @@ pub trait Backend: PolyBackend {
         scalars: MsmScalars<'_, Self::Poly>,
     ) -> Result<G1Projective, BackendError>;
     /// `Σ scalars[i]·bases[i]` over G2. The scalar count must equal the number of bases.
-    fn msm_g2(&self, bases: &Self::G2Bases, scalars: &[Fr]) -> Result<G2Projective, BackendError>;
+    fn msm_g2(
+        &self,
+        bases: &Self::G2Bases,
+        scalars: MsmScalars<'_, Self::Poly>,
+    ) -> Result<G2Projective, BackendError>;
 }
 
 impl BackendError {

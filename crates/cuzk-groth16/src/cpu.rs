@@ -16,6 +16,16 @@ pub struct CpuBackend;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuPoly(pub Vec<Fr>);
 
+/// The scalars as a host slice (a polynomial's range checked against its length).
+fn host_scalars<'a>(op: &'static str, scalars: MsmScalars<'a, CpuPoly>) -> Result<&'a [Fr], BackendError> {
+    match scalars {
+        MsmScalars::Host(s) => Ok(s),
+        MsmScalars::Poly { poly, offset, len } => {
+            Ok(&poly.0[MsmScalars::<CpuPoly>::checked_range(op, offset, len, poly.0.len())?])
+        }
+    }
+}
+
 impl<T: Send + Sync> Bases for Vec<T> {
     fn len(&self) -> usize {
         Vec::len(self)
@@ -119,24 +129,17 @@ impl Backend for CpuBackend {
         bases: &Vec<G1Affine>,
         scalars: MsmScalars<'_, CpuPoly>,
     ) -> Result<G1Projective, BackendError> {
-        let scalars = match scalars {
-            MsmScalars::Host(s) => s,
-            MsmScalars::Poly { poly, len } => {
-                if len > poly.0.len() {
-                    return Err(BackendError::LengthMismatch {
-                        op: "msm_g1",
-                        expected: poly.0.len(),
-                        got: len,
-                    });
-                }
-                &poly.0[..len]
-            }
-        };
+        let scalars = host_scalars("msm_g1", scalars)?;
         BackendError::expect_len("msm_g1", bases.len(), scalars.len())?;
         Ok(cpu_msm::msm(bases, scalars))
     }
 
-    fn msm_g2(&self, bases: &Vec<G2Affine>, scalars: &[Fr]) -> Result<G2Projective, BackendError> {
+    fn msm_g2(
+        &self,
+        bases: &Vec<G2Affine>,
+        scalars: MsmScalars<'_, CpuPoly>,
+    ) -> Result<G2Projective, BackendError> {
+        let scalars = host_scalars("msm_g2", scalars)?;
         BackendError::expect_len("msm_g2", bases.len(), scalars.len())?;
         Ok(cpu_msm::msm(bases, scalars))
     }

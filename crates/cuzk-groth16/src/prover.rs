@@ -160,20 +160,29 @@ pub fn prove<B: Backend>(
     let z = &syn.assignment[..];
     let witness = syn.witness();
     let h_len = key.domain_size() - 1;
+    // z once in backend memory when the backend wants it there (A, B and L all read it).
+    let z_copy = backend.scalars_from_host(z)?;
+    let (z_scalars, w_scalars) = match &z_copy {
+        Some(poly) => (
+            MsmScalars::Poly { poly, offset: 0, len: z.len() },
+            MsmScalars::Poly { poly, offset: z.len() - witness.len(), len: witness.len() },
+        ),
+        None => (MsmScalars::Host(z), MsmScalars::Host(witness)),
+    };
     let msm = |bases, scalars| device_timed(backend, || backend.msm_g1(bases, scalars));
     let ((h_acc, l_acc), (a_acc, (b1_acc, b2_acc))) = join(
         par,
         || {
             join(
                 par,
-                || msm(&key.h, MsmScalars::Poly { poly: &h, len: h_len }),
-                || msm(&key.l, MsmScalars::Host(witness)),
+                || msm(&key.h, MsmScalars::Poly { poly: &h, offset: 0, len: h_len }),
+                || msm(&key.l, w_scalars),
             )
         },
         || {
             join(
                 par,
-                || msm(&key.a, MsmScalars::Host(z)),
+                || msm(&key.a, z_scalars),
                 || {
                     join(
                         par,
@@ -182,16 +191,17 @@ pub fn prove<B: Backend>(
                             if r.is_zero() {
                                 Ok((Ok(G1Projective::zero()), Duration::ZERO, None))
                             } else {
-                                msm(&key.b_g1, MsmScalars::Host(z))
+                                msm(&key.b_g1, z_scalars)
                             }
                         },
-                        || device_timed(backend, || backend.msm_g2(&key.b_g2, z)),
+                        || device_timed(backend, || backend.msm_g2(&key.b_g2, z_scalars)),
                     )
                 },
             )
         },
     );
     drop(h);
+    drop(z_copy);
     let (h_acc, l_acc, a_acc, b1_acc, b2_acc) = (h_acc?, l_acc?, a_acc?, b1_acc?, b2_acc?);
     (times.msm_h, times.msm_l, times.msm_a, times.msm_b_g1, times.msm_b_g2) =
         (h_acc.1, l_acc.1, a_acc.1, b1_acc.1, b2_acc.1);

@@ -468,7 +468,7 @@ proptest! {
             values.push(tail[values.len() % tail.len()]);
         }
         let poly = CpuBackend.poly_from_host(&values, size).unwrap();
-        let from_poly = CpuBackend.msm_g1(&loaded, MsmScalars::Poly { poly: &poly, len: scalars.len() }).unwrap();
+        let from_poly = CpuBackend.msm_g1(&loaded, MsmScalars::Poly { poly: &poly, offset: 0, len: scalars.len() }).unwrap();
         prop_assert_eq!(from_poly, expected, "poly scalars, n = {}, poly size {}", scalars.len(), size);
     }
 }
@@ -482,7 +482,7 @@ proptest! {
         let expected = naive_msm::<G2Projective>(&bases, &scalars);
         let loaded = CpuBackend.load_g2_bases(bases).unwrap();
         prop_assert_eq!(Bases::len(&loaded), scalars.len());
-        prop_assert_eq!(CpuBackend.msm_g2(&loaded, &scalars).unwrap(), expected, "n = {}", scalars.len());
+        prop_assert_eq!(CpuBackend.msm_g2(&loaded, MsmScalars::Host(&scalars)).unwrap(), expected, "n = {}", scalars.len());
     }
 }
 
@@ -497,7 +497,7 @@ fn msm_structured_edge_cases() {
         let g1 = CpuBackend.load_g1_bases(vec![G1Affine::zero(); n]).unwrap();
         let g2 = CpuBackend.load_g2_bases(vec![G2Affine::zero(); n]).unwrap();
         assert!(CpuBackend.msm_g1(&g1, MsmScalars::Host(&scalars)).unwrap().is_zero(), "identities, n = {n}");
-        assert!(CpuBackend.msm_g2(&g2, &scalars).unwrap().is_zero(), "identities, n = {n}");
+        assert!(CpuBackend.msm_g2(&g2, MsmScalars::Host(&scalars)).unwrap().is_zero(), "identities, n = {n}");
 
         // One random base n times; scalars chosen to sum to 0 mod r.
         let p1 = G1Projective::rand(&mut rng).into_affine();
@@ -511,7 +511,10 @@ fn msm_structured_edge_cases() {
             CpuBackend.msm_g1(&g1, MsmScalars::Host(&cancelling)).unwrap().is_zero(),
             "cancelling, n = {n}"
         );
-        assert!(CpuBackend.msm_g2(&g2, &cancelling).unwrap().is_zero(), "cancelling, n = {n}");
+        assert!(
+            CpuBackend.msm_g2(&g2, MsmScalars::Host(&cancelling)).unwrap().is_zero(),
+            "cancelling, n = {n}"
+        );
 
         // Random bases with all scalars −1: the negated sum of the bases.
         let b1: Vec<G1Affine> = (0..n).map(|_| G1Projective::rand(&mut rng).into_affine()).collect();
@@ -522,7 +525,7 @@ fn msm_structured_edge_cases() {
         let g1 = CpuBackend.load_g1_bases(b1).unwrap();
         let g2 = CpuBackend.load_g2_bases(b2).unwrap();
         assert_eq!(CpuBackend.msm_g1(&g1, MsmScalars::Host(&minus_one)).unwrap(), -s1, "all −1, n = {n}");
-        assert_eq!(CpuBackend.msm_g2(&g2, &minus_one).unwrap(), -s2, "all −1, n = {n}");
+        assert_eq!(CpuBackend.msm_g2(&g2, MsmScalars::Host(&minus_one)).unwrap(), -s2, "all −1, n = {n}");
     }
 }
 
@@ -545,13 +548,13 @@ proptest! {
         prop_assert!(matches!(err, BackendError::LengthMismatch { op: "msm_g1", expected, got }
             if expected == n && got == m), "{:?}", err);
 
-        let err = CpuBackend.msm_g2(&g2, &scalars).unwrap_err();
+        let err = CpuBackend.msm_g2(&g2, MsmScalars::Host(&scalars)).unwrap_err();
         prop_assert!(matches!(err, BackendError::LengthMismatch { op: "msm_g2", expected, got }
             if expected == n && got == m), "{:?}", err);
 
         let size = 1usize << log_size;
         let poly = CpuBackend.poly_from_host(&[], size).unwrap();
-        let err = CpuBackend.msm_g1(&g1, MsmScalars::Poly { poly: &poly, len: m }).unwrap_err();
+        let err = CpuBackend.msm_g1(&g1, MsmScalars::Poly { poly: &poly, offset: 0, len: m }).unwrap_err();
         prop_assert!(matches!(err, BackendError::LengthMismatch { op: "msm_g1", .. }), "{:?}", err);
     }
 }
