@@ -470,6 +470,20 @@ proptest! {
         let poly = CpuBackend.poly_from_host(&values, size).unwrap();
         let from_poly = CpuBackend.msm_g1(&loaded, MsmScalars::Poly { poly: &poly, offset: 0, len: scalars.len() }).unwrap();
         prop_assert_eq!(from_poly, expected, "poly scalars, n = {}, poly size {}", scalars.len(), size);
+
+        // A range inside a polynomial (how the prover reads the witness out of the assignment):
+        // values before `offset` and past `offset + len` must not take part.
+        let mut shifted = tail.clone();
+        shifted.extend_from_slice(&scalars);
+        shifted.extend_from_slice(&tail);
+        let size = shifted.len().next_power_of_two();
+        let poly = CpuBackend.poly_from_host(&shifted, size).unwrap();
+        let range = MsmScalars::Poly { poly: &poly, offset: tail.len(), len: scalars.len() };
+        prop_assert_eq!(CpuBackend.msm_g1(&loaded, range).unwrap(), expected, "range, n = {}", scalars.len());
+        // A range past the polynomial's end is refused.
+        let past = MsmScalars::Poly { poly: &poly, offset: size - scalars.len() + 1, len: scalars.len() };
+        let err = CpuBackend.msm_g1(&loaded, past).unwrap_err();
+        prop_assert!(matches!(err, BackendError::LengthMismatch { op: "msm_g1", .. }), "{:?}", err);
     }
 }
 
@@ -483,6 +497,14 @@ proptest! {
         let loaded = CpuBackend.load_g2_bases(bases).unwrap();
         prop_assert_eq!(Bases::len(&loaded), scalars.len());
         prop_assert_eq!(CpuBackend.msm_g2(&loaded, MsmScalars::Host(&scalars)).unwrap(), expected, "n = {}", scalars.len());
+        // The same scalars as a range of a polynomial, with other values around them.
+        let mut shifted = vec![Fr::one(); 3];
+        shifted.extend_from_slice(&scalars);
+        shifted.push(Fr::one());
+        let size = shifted.len().next_power_of_two();
+        let poly = CpuBackend.poly_from_host(&shifted, size).unwrap();
+        let range = MsmScalars::Poly { poly: &poly, offset: 3, len: scalars.len() };
+        prop_assert_eq!(CpuBackend.msm_g2(&loaded, range).unwrap(), expected, "range, n = {}", scalars.len());
     }
 }
 

@@ -1,11 +1,15 @@
 //! End to end against the oracle: proofs from the CPU backend equal ark-groth16's byte for byte.
 
 use ark_bls12_381::{Bls12_381, Fr};
+use ark_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective};
 use ark_ff::{UniformRand, Zero};
 use ark_groth16::{Groth16, Proof};
 use ark_relations::gr1cs::ConstraintSynthesizer;
 use ark_serialize::CanonicalSerialize;
-use cuzk_groth16::{prove, CpuBackend, PreparedKey, ProveOptions};
+use cuzk_groth16::{
+    prove, Backend, BackendError, CpuBackend, CpuPoly, MsmScalars, NttKind, PolyBackend, PreparedKey,
+    ProveOptions,
+};
 use cuzk_synth::{synthesize, SynthesisOptions};
 use cuzk_testkit::{
     keygen, poseidon_config, seeded_rng, MerklePath, OneConstraint, PoseidonHash, Sha256Preimage, Synthetic,
@@ -96,4 +100,72 @@ fn sha256_gadget() {
     let len = rng.gen_range(1..40);
     let message = (0..len).map(|_| rng.gen()).collect();
     assert_matches_oracle("sha256", Sha256Preimage { message });
+}
+
+/// The CPU backend, except that it keeps MSM scalars "in backend memory" (`scalars_from_host`), as the
+/// CUDA backend does: the prover then reads `z` and the witness as ranges of one polynomial.
+struct ScalarsInBackend;
+
+impl PolyBackend for ScalarsInBackend {
+    type Poly = CpuPoly;
+    fn name(&self) -> &'static str {
+        "cpu-scalars-in-backend"
+    }
+    fn scalars_from_host(&self, scalars: &[Fr]) -> Result<Option<CpuPoly>, BackendError> {
+        Ok(Some(CpuPoly(scalars.to_vec())))
+    }
+    fn poly_from_host(&self, values: &[Fr], size: usize) -> Result<CpuPoly, BackendError> {
+        CpuBackend.poly_from_host(values, size)
+    }
+    fn poly_to_host(&self, poly: &CpuPoly) -> Result<Vec<Fr>, BackendError> {
+        CpuBackend.poly_to_host(poly)
+    }
+    fn poly_len(&self, poly: &CpuPoly) -> usize {
+        CpuBackend.poly_len(poly)
+    }
+    fn ntt(&self, polys: &mut [&mut CpuPoly], kind: NttKind) -> Result<(), BackendError> {
+        CpuBackend.ntt(polys, kind)
+    }
+    fn quotient(&self, a: &mut CpuPoly, b: &CpuPoly, c: &CpuPoly, z_inv: Fr) -> Result<(), BackendError> {
+        CpuBackend.quotient(a, b, c, z_inv)
+    }
+}
+
+impl Backend for ScalarsInBackend {
+    type G1Bases = Vec<G1Affine>;
+    type G2Bases = Vec<G2Affine>;
+    fn load_g1_bases(&self, bases: Vec<G1Affine>) -> Result<Vec<G1Affine>, BackendError> {
+        Ok(bases)
+    }
+    fn load_g2_bases(&self, bases: Vec<G2Affine>) -> Result<Vec<G2Affine>, BackendError> {
+        Ok(bases)
+    }
+    fn msm_g1(
+        &self,
+        bases: &Vec<G1Affine>,
+        scalars: MsmScalars<'_, CpuPoly>,
+    ) -> Result<G1Projective, BackendError> {
+        CpuBackend.msm_g1(bases, scalars)
+    }
+    fn msm_g2(
+        &self,
+        bases: &Vec<G2Affine>,
+        scalars: MsmScalars<'_, CpuPoly>,
+    ) -> Result<G2Projective, BackendError> {
+        CpuBackend.msm_g2(bases, scalars)
+    }
+}
+
+#[test]
+fn scalars_kept_in_the_backend_give_the_same_proofs() {
+    let mut rng = seeded_rng("scalars_in_backend");
+    let circuit = Synthetic { public_inputs: 9, ..Synthetic::new(500, 3) };
+    let pk = keygen(circuit, &mut rng);
+    let key = PreparedKey::new(&ScalarsInBackend, pk.clone()).unwrap();
+    let syn = synthesize(circuit, &SynthesisOptions::default()).unwrap();
+    for (r, s) in [(Fr::rand(&mut rng), Fr::rand(&mut rng)), (Fr::zero(), Fr::rand(&mut rng))] {
+        let expected = Groth16::<Bls12_381>::create_proof_with_reduction(circuit, &pk, r, s).unwrap();
+        let (proof, _) = prove(&ScalarsInBackend, &key, &syn, r, s, &ProveOptions::default()).unwrap();
+        assert_eq!(bytes(&proof), bytes(&expected), "proof differs from ark-groth16 (r={r}, s={s})");
+    }
 }
