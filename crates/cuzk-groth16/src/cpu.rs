@@ -16,14 +16,21 @@ pub struct CpuBackend;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuPoly(pub Vec<Fr>);
 
-/// The scalars as a host slice (a polynomial's range checked against its length).
-fn host_scalars<'a>(op: &'static str, scalars: MsmScalars<'a, CpuPoly>) -> Result<&'a [Fr], BackendError> {
-    match scalars {
-        MsmScalars::Host(s) => Ok(s),
+/// The scalars of an MSM over `bases` points as a host slice: a polynomial's range checked against its
+/// length, and the count against the bases'.
+fn host_scalars<'a>(
+    op: &'static str,
+    bases: usize,
+    scalars: MsmScalars<'a, CpuPoly>,
+) -> Result<&'a [Fr], BackendError> {
+    let s = match scalars {
+        MsmScalars::Host(s) => s,
         MsmScalars::Poly { poly, offset, len } => {
-            Ok(&poly.0[MsmScalars::<CpuPoly>::checked_range(op, offset, len, poly.0.len())?])
+            &poly.0[MsmScalars::<CpuPoly>::checked_range(op, offset, len, poly.0.len())?]
         }
-    }
+    };
+    BackendError::expect_len(op, bases, s.len())?;
+    Ok(s)
 }
 
 impl<T: Send + Sync> Bases for Vec<T> {
@@ -129,9 +136,7 @@ impl Backend for CpuBackend {
         bases: &Vec<G1Affine>,
         scalars: MsmScalars<'_, CpuPoly>,
     ) -> Result<G1Projective, BackendError> {
-        let scalars = host_scalars("msm_g1", scalars)?;
-        BackendError::expect_len("msm_g1", bases.len(), scalars.len())?;
-        Ok(cpu_msm::msm(bases, scalars))
+        Ok(cpu_msm::msm(bases, host_scalars("msm_g1", bases.len(), scalars)?))
     }
 
     fn msm_g2(
@@ -139,8 +144,6 @@ impl Backend for CpuBackend {
         bases: &Vec<G2Affine>,
         scalars: MsmScalars<'_, CpuPoly>,
     ) -> Result<G2Projective, BackendError> {
-        let scalars = host_scalars("msm_g2", scalars)?;
-        BackendError::expect_len("msm_g2", bases.len(), scalars.len())?;
-        Ok(cpu_msm::msm(bases, scalars))
+        Ok(cpu_msm::msm(bases, host_scalars("msm_g2", bases.len(), scalars)?))
     }
 }
