@@ -12,8 +12,9 @@ pub(crate) fn gpu_test(root: &Path, extra: &[String]) -> Result<(), String> {
     crate::cargo_in(root, &args)
 }
 
-/// Builds the GPU test and bench binaries (kernels embedded) into `.gpu-bundle/` with `run.sh`, for a
-/// GPU host without a Rust toolchain: `.gpu-bundle/run.sh OUTDIR` runs them all and writes a summary.
+/// Builds the GPU test and bench binaries (kernels embedded, gzipped) into `.gpu-bundle/` with `run.sh`,
+/// for a GPU host without a Rust toolchain: `.gpu-bundle/run.sh OUTDIR` unpacks and runs them all and
+/// writes a summary; `.gpu-bundle/run.sh --unpack` only unpacks them.
 pub(crate) fn bundle(root: &Path) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(&cargo)
@@ -62,6 +63,16 @@ pub(crate) fn bundle(root: &Path) -> Result<(), String> {
     }
     let cli = root.join("target/release/cuzk");
     std::fs::copy(&cli, dir.join("cuzk")).map_err(|e| format!("{}: {e}", cli.display()))?;
+    // Each binary embeds the kernels' PTX, which gzip shrinks about sixfold: the bundle then fits
+    // through a small upload. run.sh unpacks the binaries first.
+    let status = Command::new("gzip")
+        .args(["-9", "-f", "gpu-tests", "gpu_bench", "ntt_profile", "msm_bench", "cuzk"])
+        .current_dir(&dir)
+        .status()
+        .map_err(|e| format!("cannot run gzip: {e}"))?;
+    if !status.success() {
+        return Err("gzip failed on the bundle".into());
+    }
     std::fs::write(dir.join("run.sh"), RUN_SH).map_err(|e| e.to_string())?;
     Command::new("chmod").args(["+x"]).arg(dir.join("run.sh")).status().map_err(|e| e.to_string())?;
     eprintln!("xtask: GPU bundle in .gpu-bundle/ (run: .gpu-bundle/run.sh OUTDIR)");
@@ -74,6 +85,10 @@ const RUN_SH: &str = r##"#!/usr/bin/env bash
 # or bench failed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+for packed in "$here"/*.gz; do
+  [ -e "$packed" ] && gzip -d -f "$packed" && chmod +x "${packed%.gz}"
+done
+[ "${1:-}" = "--unpack" ] && exit 0
 out=${1:-$PWD/gpu-out}
 mkdir -p "$out"
 status=0
