@@ -5,6 +5,7 @@ mod config;
 mod engine;
 mod error;
 mod pipeline;
+pub mod timing_key;
 
 pub use config::{BackendKind, Config};
 pub use engine::{Engine, Key, ProofReport, SynthesisMode};

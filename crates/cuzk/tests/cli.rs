@@ -52,6 +52,22 @@ fn bench_runs_ark_groth16_side_by_side_and_proofs_are_identical() {
 }
 
 #[test]
+fn timing_keys_bench_against_ark_groth16_and_are_refused_without_it() {
+    let v = json(&cuzk(&["bench", "-k", "7", "-p", "2", "--repeat", "1", "--timing-key", "--json"]));
+    assert_eq!(v["key"], "timing");
+    assert_eq!(v["identical_to_arkworks"], true);
+    assert_eq!(v["proofs_verified"], 0, "a timing key's proofs do not verify, so none are claimed");
+    for args in [
+        &["prove", "-k", "7", "-p", "1", "--timing-key"][..],
+        &["bench", "-k", "7", "--timing-key", "--no-baseline"],
+    ] {
+        let out = cuzk(args);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("baseline"), "{args:?}");
+    }
+}
+
+#[test]
 fn human_output_is_a_table() {
     let out = cuzk(&["prove", "-k", "5", "-p", "1", "--backend", "cpu"]);
     assert!(out.status.success());

@@ -25,8 +25,9 @@ struct Cli {
 enum Command {
     /// Generate a key for the built-in synthetic circuit, prove partitions, verify them, report times.
     Prove(Workload),
-    /// Prove repeatedly and report medians, side by side with ark-groth16 on the same circuits
-    /// (`cuzk bench synth` measures synthesis alone).
+    /// Prove repeatedly and report medians, side by side with ark-groth16 on the same circuits (run
+    /// once; every repetition's proofs must equal its proofs); `cuzk bench synth` measures synthesis
+    /// alone.
     #[command(args_conflicts_with_subcommands = true)]
     Bench {
         #[command(subcommand)]
@@ -423,6 +424,11 @@ struct Workload {
     /// witness-only (the default synthesizes them in full).
     #[arg(long)]
     witness_only: bool,
+    /// Use a timing key instead of a setup: the real key's shape and points at infinity, made in
+    /// seconds even at 2^24 rows, but its proofs do not verify. They are not self-checked; `bench`
+    /// requires the ark-groth16 baseline with it and fails unless every proof equals ark-groth16's.
+    #[arg(long)]
+    timing_key: bool,
 }
 
 #[derive(Serialize, Default, Clone, Copy)]
@@ -552,6 +558,8 @@ struct Output {
     partitions: usize,
     /// "full" or "witness-only".
     synthesis_mode: &'static str,
+    /// "setup" (ark-groth16's key generation) or "timing" (see `cuzk::timing_key`).
+    key: &'static str,
     keygen_seconds: f64,
     /// Wall time of proving all partitions (median over repetitions for `bench`).
     seconds: f64,
@@ -620,14 +628,24 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Box<dyn std::error::Error>> {
-    let engine = Engine::new(Config::default().with_backend(w.backend))?;
+    if w.timing_key && !baseline {
+        return Err("--timing-key needs the ark-groth16 baseline (bench without --no-baseline): a timing \
+                    key's proofs do not verify, so equality with ark-groth16's is their only check"
+            .into());
+    }
+    let config = Config::default().with_backend(w.backend);
+    let engine = Engine::new(Config { verify_proofs: config.verify_proofs && !w.timing_key, ..config })?;
     if let (Some(note), false) = (engine.backend_note(), w.json) {
         eprintln!("note: {note}");
     }
     let mut rng = StdRng::seed_from_u64(w.seed);
     let shape = Synthetic::with_log_rows(w.log_constraints, w.seed);
     let t = Instant::now();
-    let pk = Groth16::<Bls12_381>::generate_random_parameters_with_reduction(shape, &mut rng)?;
+    let pk = if w.timing_key {
+        cuzk::timing_key::timing_key(&cuzk::R1csShape::record(shape)?, &mut rng)
+    } else {
+        Groth16::<Bls12_381>::generate_random_parameters_with_reduction(shape, &mut rng)?
+    };
     let keygen_seconds = t.elapsed().as_secs_f64();
     let key = if w.witness_only {
         engine.load_key_recording_shape(pk.clone(), shape)?
@@ -640,9 +658,11 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
     let runs = repeat.unwrap_or(1).max(1);
     let (mut walls, mut ark_walls, mut all_runs) = (Vec::new(), Vec::new(), Vec::new());
     let mut last_timeline = None;
-    let mut identical = None;
+    let mut identical: Option<Vec<cuzk::Proof<Bls12_381>>> = None;
     for _ in 0..runs {
-        if baseline {
+        // ark-groth16 once: it takes minutes at large sizes, and every run proves the same partitions
+        // with the same randomness, so each run's proofs are compared with these.
+        if baseline && identical.is_none() {
             // ark-groth16 as a user would run it: one partition after another, each internally parallel.
             let progress = Progress::new("arkworks", circuits(w).len(), w.json);
             let t = Instant::now();
@@ -685,7 +705,11 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
     let wall = median(walls.clone());
     let median_run = walls.iter().position(|x| *x == wall).unwrap_or(0);
     let (proofs, stages) = &all_runs[median_run];
-    let same = identical.map(|ark| ark.iter().zip(proofs).all(|(a, p)| a == p));
+    let same = identical.map(|ark| {
+        all_runs
+            .iter()
+            .all(|(proofs, _)| proofs.len() == ark.len() && ark.iter().zip(proofs).all(|(a, p)| a == p))
+    });
     let arkworks_seconds = baseline.then(|| median(ark_walls));
     let partitions = proofs.len();
     let kernel_utilization = last_timeline
@@ -703,6 +727,7 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
         constraints: shape.constraints,
         partitions,
         synthesis_mode: engine.synthesis_mode(&key).name(),
+        key: if w.timing_key { "timing" } else { "setup" },
         keygen_seconds,
         seconds: wall,
         seconds_per_partition: wall / partitions as f64,
@@ -720,7 +745,7 @@ fn print_table(o: &Output) {
         "cuzk {}: backend {}, 2^{} rows ({} constraints) x {} partitions",
         o.command, o.backend, o.log_constraints, o.constraints, o.partitions
     );
-    println!("  key generation            {:>10.3} s", o.keygen_seconds);
+    println!("  key generation            {:>10.3} s  ({} key)", o.keygen_seconds, o.key);
     println!("  synthesis mode            {:>10}", o.synthesis_mode);
     println!("  stages of partition 0:");
     for (name, secs) in o.stages.rows() {
