@@ -3,19 +3,23 @@
 // One MSM (or one batch of a large one) runs as:
 //   1. msm_count: each scalar (Fr, Montgomery form) is converted to its canonical value and cut into
 //      signed digits of c bits, d in [-2^(c-1), 2^(c-1)], one per window; every nonzero digit counts
-//      one point into bucket (window, |d|). Zero scalars contribute nothing; scalars equal to 1 go to
-//      one extra bucket, the "ones", instead of window 0's bucket 1 (real witnesses are mostly 0 and 1).
-//      With a selection, point i takes scalar select[i] (bases compacted to the ones that can matter).
+//      one point into bucket (window, |d|). Zero scalars contribute nothing; scalars equal to 1 are
+//      listed in one extra bucket, the "ones", after all the windows' buckets (real witnesses are
+//      mostly 0 and 1). With a selection, point i takes scalar select[i] (bases compacted to the ones
+//      that can matter).
 //   2. an exclusive scan of the bucket counts gives each bucket its range (scan_blocks / scan_add);
 //   3. msm_scatter: the same digits again, each (point index, sign) written into its bucket's range;
-//   4. the first summing round (G_sum_affine) cuts the whole entry array into pieces of exactly L
-//      entries, one per thread, regardless of bucket boundaries: a thread emits one partial sum per
-//      bucket its piece touches, at slot (thread + bucket), so every thread does the same work however
-//      uneven the buckets are. msm_flat_counts says where each bucket's partials lie;
-//   5. later rounds (G_sum_xyzz) add a bucket's partials in chunks of at most L' until one is left;
-//   6. G_window_segments: per window, sum_j j * B_j over segments of buckets by running sums, one
-//      thread per segment; G_window_reduce adds the segments of each window in one or more levels.
-// The host combines the windows (sum_w 2^(c w) W_w) and the ones bucket.
+//   4. G_sum_ones adds the points listed as ones, a fixed share per thread (a batch addition, no bucket
+//      machinery), and G_reduce adds its partials into one point;
+//   5. the first summing round (G_sum_affine) cuts the windows' entries into equal pieces of L entries,
+//      one per thread, regardless of bucket boundaries (L from their total, so that sparse scalars
+//      still keep every thread busy): a thread emits one partial sum per bucket its piece touches, at
+//      slot (thread + bucket), so every thread does the same work however uneven the buckets are.
+//      msm_flat_counts says where each bucket's partials lie;
+//   6. later rounds (G_sum_xyzz) add a bucket's partials in chunks of at most L' until one is left;
+//   7. G_window_segments: per window, sum_j j * B_j over segments of buckets by running sums, one
+//      thread per segment; G_reduce adds the segments of each window in one or more levels.
+// The host combines the windows (sum_w 2^(c w) W_w) and the sum of the ones.
 #include "curve/xyzz.cuh"
 
 using namespace cuzk;
@@ -129,13 +133,24 @@ extern "C" __global__ void msm_chunk_counts(const uint32_t* count, uint32_t buck
     if (b < buckets) next[b] = (count[b] + L - 1) / L;
 }
 
+// The first round cuts the windows' entries (the total, known only here) into at most `pieces` equal
+// pieces, one per thread: L entries each, so that every thread launched has work even when the
+// scalars are sparse.
+__device__ __forceinline__ uint32_t first_piece(const uint32_t* count, const uint32_t* off, uint32_t buckets,
+                                                uint32_t pieces, uint32_t& total) {
+    total = off[buckets - 1] + count[buckets - 1];
+    return max(1u, (uint32_t)(((uint64_t)total + pieces - 1) / pieces));
+}
+
 // Where the first round's partials of each bucket lie: bucket b's entries [off, off + count) meet the
 // pieces first = off / L .. last = (off + count - 1) / L, whose partials for b sit at slots first + b ..
 // last + b (a thread's buckets are consecutive, so slot thread + bucket is unique per pair).
-extern "C" __global__ void msm_flat_counts(const uint32_t* count, const uint32_t* off, uint32_t buckets, uint32_t L,
-                                           uint32_t* next_count, uint32_t* next_off) {
+extern "C" __global__ void msm_flat_counts(const uint32_t* count, const uint32_t* off, uint32_t buckets,
+                                           uint32_t pieces, uint32_t* next_count, uint32_t* next_off) {
     const uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= buckets) return;
+    uint32_t total;
+    const uint32_t L = first_piece(count, off, buckets, pieces, total);
     const uint32_t first = off[b] / L;
     next_count[b] = count[b] ? (off[b] + count[b] - 1) / L - first + 1 : 0;
     next_off[b] = first + b;
@@ -154,15 +169,16 @@ __device__ __forceinline__ uint32_t bucket_of(uint32_t s, const uint32_t* off, u
     return lo;
 }
 
-// First round: thread t sums entries [t L, t L + L) of the sorted (index, sign) entries, as affine
+// First round: thread t sums entries [t L, t L + L) of the windows' sorted (index, sign) entries, as affine
 // bases added into XYZZ accumulators, and writes one partial per bucket it touches to out[t + bucket].
 // With PREFETCH the next entry's base is loaded while the current one is added (G1: 6% faster at
 // 2^24, for 24 more registers; G2's points do not fit).
 template <class F, bool PREFETCH>
 __device__ __forceinline__ void sum_affine(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,
-                                           const uint32_t* off, uint32_t buckets, uint32_t L, Xyzz<F>* out) {
+                                           const uint32_t* off, uint32_t buckets, uint32_t pieces, Xyzz<F>* out) {
     const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-    const uint32_t total = off[buckets - 1] + count[buckets - 1];
+    uint32_t total;
+    const uint32_t L = first_piece(count, off, buckets, pieces, total);
     const uint64_t first = (uint64_t)t * L;
     if (first >= total) return;
     const uint32_t begin = (uint32_t)first, end = min(begin + L, total);
@@ -232,20 +248,13 @@ __device__ __forceinline__ void window_segments(const Xyzz<F>* data, const uint3
 }
 
 // out[g] = in[g * per] + ... + in[g * per + per - 1] for g < groups, by REDUCE_THREADS threads per
-// group (blockIdx.x = g) and a tree in shared memory. With `ones` set, block `groups` writes the ones
-// bucket's sum (data[off[ones_key]], or the identity) to out[groups].
+// group (blockIdx.x = g) and a tree in shared memory.
 constexpr uint32_t REDUCE_THREADS = 64;
 
 template <class F>
-__device__ __forceinline__ void window_reduce(const Xyzz<F>* in, uint32_t per, uint32_t groups, uint32_t ones,
-                                              uint32_t ones_key, const Xyzz<F>* data, const uint32_t* count,
-                                              const uint32_t* off, Xyzz<F>* out) {
+__device__ __forceinline__ void reduce(const Xyzz<F>* in, uint32_t per, Xyzz<F>* out) {
     __shared__ Xyzz<F> lane_sums[REDUCE_THREADS];
     const uint32_t g = blockIdx.x, t = threadIdx.x;
-    if (g == groups) {
-        if (ones && t == 0) out[g] = count[ones_key] ? data[off[ones_key]] : Xyzz<F>::identity();
-        return;
-    }
     Xyzz<F> acc = Xyzz<F>::identity();
     for (uint32_t s = t; s < per; s += REDUCE_THREADS) acc = acc + in[(uint64_t)g * per + s];
     lane_sums[t] = acc;
@@ -257,16 +266,36 @@ __device__ __forceinline__ void window_reduce(const Xyzz<F>* in, uint32_t per, u
     if (t == 0) out[g] = lane_sums[0];
 }
 
+// The batch addition of the ones: bucket `key` lists the points whose scalar is 1 (no digits, no
+// signs). Thread t of the grid adds entries t, t + threads, t + 2 threads, ... of it as affine points
+// into one XYZZ accumulator and writes it to out[t]; `reduce` then adds the partials. The stride keeps
+// neighbouring threads on neighbouring entries, and every thread gets the same share however many
+// ones there are (the host launches the grid without knowing).
+template <class F>
+__device__ __forceinline__ void sum_ones(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,
+                                         const uint32_t* off, uint32_t key, Xyzz<F>* out) {
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x, threads = gridDim.x * blockDim.x;
+    const uint32_t begin = off[key], m = count[key];
+    Xyzz<F> acc = Xyzz<F>::identity();
+    for (uint32_t i = t; i < m; i += threads) acc = acc.add_affine(bases[entries[begin + i] & 0x7fffffffu]);
+    out[t] = acc;
+}
+
 // The first summing round is the MSM's hot loop: its register budget is set so that BLOCKS blocks of
 // SUM_THREADS fit on a multiprocessor (G1: three, which leaves room for the prefetched point without
 // spills; G2: two, as its larger points would spill at more).
 constexpr int SUM_THREADS = 128;
 
-#define MSM_SUM_AFFINE(NAME, F, BLOCKS, PREFETCH)                                                             \
+#define MSM_SUM_AFFINE(G, F, BLOCKS, PREFETCH)                                                                \
     extern "C" __global__ void __launch_bounds__(SUM_THREADS, BLOCKS)                                        \
-        NAME(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count, const uint32_t* off,     \
-             uint32_t buckets, uint32_t L, Xyzz<F>* out) {                                                   \
-        sum_affine<F, PREFETCH>(bases, entries, count, off, buckets, L, out);                                 \
+        G##_sum_affine(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,                \
+                       const uint32_t* off, uint32_t buckets, uint32_t pieces, Xyzz<F>* out) {                \
+        sum_affine<F, PREFETCH>(bases, entries, count, off, buckets, pieces, out);                            \
+    }                                                                                                         \
+    extern "C" __global__ void __launch_bounds__(SUM_THREADS, BLOCKS)                                        \
+        G##_sum_ones(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,                  \
+                     const uint32_t* off, uint32_t key, Xyzz<F>* out) {                                       \
+        sum_ones(bases, entries, count, off, key, out);                                                       \
     }
 
 #define MSM_KERNELS(G, F)                                                                                     \
@@ -280,14 +309,12 @@ constexpr int SUM_THREADS = 128;
                                                    uint32_t segments, Xyzz<F>* out) {                         \
         window_segments(data, count, off, windows, half, segments, out);                                      \
     }                                                                                                         \
-    extern "C" __global__ void G##_window_reduce(const Xyzz<F>* in, uint32_t per, uint32_t groups,           \
-                                                 uint32_t ones, uint32_t ones_key, const Xyzz<F>* data,       \
-                                                 const uint32_t* count, const uint32_t* off, Xyzz<F>* out) {  \
-        window_reduce(in, per, groups, ones, ones_key, data, count, off, out);                                \
+    extern "C" __global__ void G##_reduce(const Xyzz<F>* in, uint32_t per, Xyzz<F>* out) {                   \
+        reduce(in, per, out);                                                                                 \
     }
 
-MSM_SUM_AFFINE(g1_sum_affine, Fq, 3, true)
-MSM_SUM_AFFINE(g2_sum_affine, Fq2, 2, false)
+MSM_SUM_AFFINE(g1, Fq, 3, true)
+MSM_SUM_AFFINE(g2, Fq2, 2, false)
 MSM_KERNELS(g1, Fq)
 MSM_KERNELS(g2, Fq2)
 

@@ -1,9 +1,9 @@
 //! GPU MSM benchmarks, side by side with ark-ec on this host's cores.
 //!
 //! Usage: msm_bench [--json FILE] [--ark-max LOG] [--sizes LOG,LOG,...] [--windows C,C,...]
-//!                  [--bases device|host|both] [--curves g1,g2] [--scalars random,bits]
+//!                  [--bases device|host|both] [--curves g1,g2] [--scalars random,bits] [--trace]
 //!
-//! `--windows` and `--bases` sweep the window width and where the bases live (device memory, or pinned
+//! `--trace` prints each probed call's kernel spans and host phases. `--windows` and `--bases` sweep the window width and where the bases live (device memory, or pinned
 //! host memory streamed batch by batch): every combination is timed on the same bases and scalars (the
 //! first one also with host scalars and against ark-ec).
 //!
@@ -82,10 +82,12 @@ struct Sweep {
     kinds: Vec<bool>,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run<C: MsmCurve>(
     b: &CudaBackend,
     log_n: u32,
     ark_max: u32,
+    trace: bool,
     sweep: &Sweep,
     rows: &mut Vec<Row>,
     msm_ark: impl Fn(
@@ -140,6 +142,19 @@ fn run<C: MsmCurve>(
                 }
                 let mut probe = Probe::enabled();
                 let _ = std::hint::black_box(call(&mut probe)?);
+                if trace {
+                    let spans = probe.kernel_spans()?;
+                    let list: Vec<String> =
+                        spans.iter().map(|(k, a, b)| format!("{k} {a:.3}-{b:.3}")).collect();
+                    println!(
+                        "  trace {} 2^{log_n} bits={bits}: kernels (ms from the first launch): {}",
+                        C::NAME,
+                        list.join(", ")
+                    );
+                    let host: Vec<String> =
+                        probe.host_phases().iter().map(|(k, t)| format!("{k} {t:.3}")).collect();
+                    println!("  trace host (ms from the call): {}", host.join(", "));
+                }
                 let times = probe.kernel_times()?;
                 let kernel_ms = probe.busy_ms()? as f64;
                 let mut breakdown: Vec<(&'static str, f64)> = Vec::new();
@@ -199,6 +214,7 @@ fn main() {
     let opt = |name: &str| args.iter().skip_while(|a| *a != name).nth(1).cloned();
     let json = opt("--json");
     let ark_max: u32 = opt("--ark-max").and_then(|v| v.parse().ok()).unwrap_or(22);
+    let trace = args.iter().any(|a| a == "--trace");
     let sizes: Vec<u32> = opt("--sizes")
         .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
         .unwrap_or_else(|| vec![16, 20, 22, 24, 26]);
@@ -231,6 +247,7 @@ fn main() {
                 &b,
                 log_n,
                 ark_max,
+                trace,
                 &sweep,
                 &mut rows,
                 |p, s| G1Projective::msm(p, s).expect("lengths"),
@@ -242,6 +259,7 @@ fn main() {
                 &b,
                 log_n,
                 ark_max.min(22),
+                trace,
                 &sweep,
                 &mut rows,
                 |p, s| G2Projective::msm(p, s).expect("lengths"),

@@ -221,7 +221,8 @@ impl CudaBackend {
                 }
             });
             tail.par_chunks_mut(1 << 14).for_each(|t| t.fill(GpuFr::default()));
-            let mut buf_dev = self.gpu.zeros::<GpuFr>(copy, size)?;
+            // The copy below fills all `size` elements (the staging buffer is exactly that long).
+            let mut buf_dev = self.gpu.uninit::<GpuFr>(copy, size)?;
             copy.memcpy_htod(&*buf, &mut buf_dev).during("uploading a polynomial")?;
             polys.push(GpuPoly { buf: buf_dev });
         }

@@ -239,12 +239,13 @@ impl Gpu {
     pub(crate) fn msm_kernels(&self) -> Result<&MsmKernels, CudaError> {
         let loaded = self.msm.get_or_init(|| {
             let m = load(&self.ctx, ptx::MSM, "loading the MSM kernels")?;
-            let curve = |[sum_affine, sum_xyzz, window_segments, window_reduce]: [&'static str; 4]| {
+            let curve = |[sum_ones, sum_affine, sum_xyzz, window_segments, reduce]: [&'static str; 5]| {
                 Ok::<_, CudaError>(CurveKernels {
+                    sum_ones: function(&m, sum_ones)?,
                     sum_affine: function(&m, sum_affine)?,
                     sum_xyzz: function(&m, sum_xyzz)?,
                     window_segments: function(&m, window_segments)?,
-                    window_reduce: function(&m, window_reduce)?,
+                    reduce: function(&m, reduce)?,
                 })
             };
             Ok(MsmKernels {
@@ -254,8 +255,20 @@ impl Gpu {
                 flat_counts: function(&m, "msm_flat_counts")?,
                 scan_blocks: function(&m, "scan_blocks")?,
                 scan_add: function(&m, "scan_add")?,
-                g1: curve(["g1_sum_affine", "g1_sum_xyzz", "g1_window_segments", "g1_window_reduce"])?,
-                g2: curve(["g2_sum_affine", "g2_sum_xyzz", "g2_window_segments", "g2_window_reduce"])?,
+                g1: curve([
+                    "g1_sum_ones",
+                    "g1_sum_affine",
+                    "g1_sum_xyzz",
+                    "g1_window_segments",
+                    "g1_reduce",
+                ])?,
+                g2: curve([
+                    "g2_sum_ones",
+                    "g2_sum_affine",
+                    "g2_sum_xyzz",
+                    "g2_window_segments",
+                    "g2_reduce",
+                ])?,
             })
         });
         loaded.as_ref().map_err(|e| CudaError::KernelLoad(e.to_string()))
@@ -326,6 +339,19 @@ impl Gpu {
         n: usize,
     ) -> Result<CudaSlice<T>, CudaError> {
         stream.alloc_zeros::<T>(n.max(1)).during("allocating device memory")
+    }
+
+    /// A device buffer of `n` elements whose contents are left as they were, allocated in `stream`'s
+    /// order: for buffers that a kernel or a copy fills before anything reads them.
+    pub(crate) fn uninit<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        stream: &Arc<CudaStream>,
+        n: usize,
+    ) -> Result<CudaSlice<T>, CudaError> {
+        // SAFETY: the element types are plain data for which every bit pattern is a value (the
+        // `ValidAsZeroBits` bound stands for that here), so even a slot nobody wrote reads as some
+        // value of T; callers only read what they wrote.
+        unsafe { stream.alloc::<T>(n.max(1)) }.during("allocating device memory")
     }
 
     /// Copies host data into a new device buffer on `stream`.

@@ -18,8 +18,8 @@ use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::AdditiveGroup;
 use ark_ff::{Field, Zero};
 use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, CudaView, DeviceRepr, LaunchConfig, PinnedHostSlice, PushKernelArg,
-    ValidAsZeroBits,
+    CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig, PinnedHostSlice,
+    PushKernelArg, ValidAsZeroBits,
 };
 use cuzk_field::{DeviceFq, DeviceFq2, DeviceG1Affine, DeviceG2Affine, DeviceRepr as Layout, LayoutError};
 
@@ -76,10 +76,11 @@ pub(crate) struct MsmKernels {
 
 /// One curve's bucket and window kernels.
 pub(crate) struct CurveKernels {
+    pub(crate) sum_ones: CudaFunction,
     pub(crate) sum_affine: CudaFunction,
     pub(crate) sum_xyzz: CudaFunction,
     pub(crate) window_segments: CudaFunction,
-    pub(crate) window_reduce: CudaFunction,
+    pub(crate) reduce: CudaFunction,
 }
 
 mod sealed {
@@ -105,6 +106,9 @@ pub trait MsmCurve: sealed::Sealed + Sized + 'static {
     fn from_ark(p: &Affine<Self::Config>) -> Self::Affine;
 }
 
+/// XYZZ `(X, Y, ZZ, ZZZ)` to Jacobian without an inversion: with `Z = ZZ·ZZZ`, `X·ZZ·ZZZ²` over `Z²`
+/// is `X/ZZ` and `Y·ZZ³·ZZZ²` over `Z³` is `Y/ZZZ`. The point is checked on the curve in Jacobian form,
+/// `Y² = X³ + b·Z⁶` (both curves have a = 0).
 fn xyzz_to_ark<P: SWCurveConfig, D: Layout<Ark = P::BaseField>>(
     p: &Xyzz<D>,
     curve: &'static str,
@@ -114,14 +118,16 @@ fn xyzz_to_ark<P: SWCurveConfig, D: Layout<Ark = P::BaseField>>(
         return Ok(Projective::zero());
     }
     let (x, y, zzz) = (p.x.to_ark_checked(0)?, p.y.to_ark_checked(0)?, p.zzz.to_ark_checked(0)?);
-    let not_on_curve = LayoutError::NotOnCurve { index: 0, curve };
-    let (Some(zz_inv), Some(zzz_inv)) = (zz.inverse(), zzz.inverse()) else { return Err(not_on_curve) };
-    let a = Affine::<P>::new_unchecked(x * zz_inv, y * zzz_inv);
-    if a.is_on_curve() {
-        Ok(a.into())
-    } else {
-        Err(not_on_curve)
+    let zzz2 = zzz.square();
+    let z = zz * zzz;
+    let jx = x * zz * zzz2;
+    let jy = y * zz.square() * zz * zzz2;
+    let z2 = z.square();
+    let on_curve = P::COEFF_A.is_zero() && jy.square() == jx.square() * jx + P::COEFF_B * z2.square() * z2;
+    if z.is_zero() || !on_curve {
+        return Err(LayoutError::NotOnCurve { index: 0, curve });
     }
+    Ok(Projective::new_unchecked(jx, jy, z))
 }
 
 /// BLS12-381 G1.
@@ -180,6 +186,7 @@ pub struct Probe {
     enabled: bool,
     open: Option<cudarc::driver::CudaEvent>,
     marks: Vec<(&'static str, cudarc::driver::CudaEvent, cudarc::driver::CudaEvent)>,
+    host: Vec<(&'static str, std::time::Instant)>,
 }
 
 impl std::fmt::Debug for Probe {
@@ -215,6 +222,20 @@ impl Probe {
             self.marks.push((name, start, Self::event(gpu, stream)?));
         }
         Ok(())
+    }
+
+    fn host_mark(&mut self, name: &'static str) {
+        if self.enabled {
+            self.host.push((name, std::time::Instant::now()));
+        }
+    }
+
+    /// The host's side of the call, in milliseconds after it began: when the last batch was queued
+    /// ("queued"), when its window sums had arrived ("copied") and when the result was ready
+    /// ("combined").
+    pub fn host_phases(&self) -> Vec<(&'static str, f64)> {
+        let Some((_, origin)) = self.host.first() else { return Vec::new() };
+        self.host.iter().skip(1).map(|(name, t)| (*name, (*t - *origin).as_secs_f64() * 1e3)).collect()
     }
 
     /// Milliseconds per launch, in launch order (waits for the last event).
@@ -264,10 +285,11 @@ fn union_length(mut spans: Vec<(f32, f32)>) -> f32 {
 const LATER_CHUNK: u32 = 16;
 /// Threads per block of the summing kernels (`SUM_THREADS` in msm.cu, which caps their registers).
 const BLOCK: u32 = 128;
-/// Threads per block of `window_reduce` (`REDUCE_THREADS` in msm.cu).
+/// Threads per block of `G_reduce` (`REDUCE_THREADS` in msm.cu).
 const REDUCE_THREADS: u32 = 64;
-/// Most inputs one `window_reduce` block adds.
-const REDUCE_PER: u32 = 1024;
+/// Most inputs one `G_reduce` block adds: four per thread before the tree, as the adds of one thread
+/// are a chain whose latency the few threads of these small launches cannot hide.
+const REDUCE_PER: u32 = 256;
 /// Widest window the kernels take.
 pub const MAX_WINDOW_BITS: u32 = 24;
 
@@ -282,8 +304,11 @@ pub struct Plan {
     pub half: u32,
     /// Segments per window in the window reduction (a power of two dividing `half`).
     pub segments: u32,
-    /// Entries per thread in the first summing round.
-    pub first_chunk: u32,
+    /// Threads of the first summing round: the windows' entries are cut into this many equal pieces
+    /// (fewer when there are fewer entries than pieces).
+    pub pieces: u32,
+    /// Threads of the batch addition of the ones (a power of two, a multiple of the block size).
+    pub ones_threads: u32,
 }
 
 impl Plan {
@@ -306,19 +331,33 @@ impl Plan {
         }
         let windows = 256u32.div_ceil(c);
         let half = 1u32 << (c - 1);
-        // Buckets per segment: enough segments for about 2^16 threads, at least 16 and at most 64
-        // buckets each (fewer only when a window has fewer).
-        let per =
-            ((windows as u64 * half as u64) >> 16).clamp(16, 64).next_power_of_two().min(half as u64) as u32;
+        // Buckets per segment. A thread adds two points per bucket of its segment, one after the other,
+        // then multiplies by the segment's offset. Below 2^15 buckets in all, the few threads are bound
+        // by that chain's latency: segments of 2 buckets (2^16 points: 0.33 ms against 0.80 ms with
+        // 16). From 2^15 up the GPU is busy anyway and the offset multiplications cost: at least 16
+        // buckets per segment, at most 64, about 2^16 threads (2^20 points: 0.99 ms with 16, 1.20 ms
+        // with 4).
+        let buckets = windows as u64 * half as u64;
+        let per = if buckets < 1 << 15 { 2 } else { (buckets >> 16).clamp(16, 64).next_power_of_two() };
+        let per = per.min(half as u64) as u32;
         let segments = half / per;
         let entries = windows as u64 * n as u64;
-        let first_chunk = (entries >> 17).clamp(8, 512).next_power_of_two() as u32;
-        Ok(Self { c, windows, half, segments, first_chunk })
+        // Pieces of 8 to 512 entries when every digit is nonzero, about 2^17 of them from 2^20 points up.
+        let pieces = u32::try_from(entries.div_ceil((entries >> 17).clamp(8, 512).next_power_of_two()))
+            .map_err(|_| CudaError::Size { op: "msm", size: n, reason: "batch too large for one launch" })?;
+        // Up to 16 ones per thread when all n scalars are 1, with at most 2^16 threads.
+        let ones_threads = (n as u64 / 16).next_power_of_two().clamp(BLOCK as u64, 1 << 16) as u32;
+        Ok(Self { c, windows, half, segments, pieces, ones_threads })
     }
 
-    /// Buckets including the ones bucket.
+    /// The windows' buckets, `windows * 2^(c-1)`; the list of ones follows them as one more bucket.
+    pub fn window_buckets(&self) -> u32 {
+        self.windows * self.half
+    }
+
+    /// Buckets sorted into, the windows' and the ones.
     pub fn buckets(&self) -> u32 {
-        self.windows * self.half + 1
+        self.window_buckets() + 1
     }
 }
 
@@ -348,8 +387,9 @@ fn scan(
         reason: "more than 2^32 - 1",
     })?;
     let blocks = n.div_ceil(SCAN_BLOCK).max(1);
-    let mut out = gpu.zeros::<u32>(stream, n)?;
-    let mut sums = gpu.zeros::<u32>(stream, blocks)?;
+    // Both are written whole: every element of out, one sum per block.
+    let mut out = gpu.uninit::<u32>(stream, n)?;
+    let mut sums = gpu.uninit::<u32>(stream, blocks)?;
     let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     probe.before(gpu, stream)?;
     // SAFETY: matches `scan_blocks(const uint32_t* in, uint32_t* out, uint32_t* sums, uint32_t n)`; in and
@@ -387,7 +427,7 @@ fn chunk_counts(
     probe: &mut Probe,
 ) -> Result<Segments, CudaError> {
     let buckets = seg.count.len() as u32;
-    let mut count = gpu.zeros::<u32>(stream, seg.count.len())?;
+    let mut count = gpu.uninit::<u32>(stream, seg.count.len())?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `msm_chunk_counts(const uint32_t* count, uint32_t buckets, uint32_t L, uint32_t* next)`;
     // both buffers hold `buckets` elements.
@@ -525,9 +565,10 @@ fn sort(
     .during("msm_count")?;
     probe.after(gpu, stream, "msm_count")?;
     let off = scan(gpu, k, stream, &count, probe)?;
-    let mut cursor = gpu.zeros::<u32>(stream, buckets as usize)?;
+    let mut cursor = gpu.uninit::<u32>(stream, buckets as usize)?;
     stream.memcpy_dtod(&off, &mut cursor).during("copying bucket offsets")?;
-    let mut entries = gpu.zeros::<u32>(stream, windows as usize * n)?;
+    // Only the counted entries are written, and nothing reads past them.
+    let mut entries = gpu.uninit::<u32>(stream, windows as usize * n)?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `msm_scatter(const Fr* scalars, const uint32_t* select, uint32_t selected, uint32_t n,
     // uint32_t c, uint32_t windows, uint32_t* cursor, uint32_t* entries)`; the scatter writes exactly the
@@ -551,8 +592,49 @@ fn sort(
     Ok(Sorted { seg: Segments { count, off }, entries })
 }
 
-/// Bucket sums and window reduction of one sorted batch on `stream`: its window sums and the ones
-/// bucket (`windows + 1` XYZZ points) in a new device buffer.
+/// Adds each of `rows` consecutive runs of `per_row` points of `input` into `dst[row]` on `stream`, in
+/// levels of at most `REDUCE_PER` inputs per block. `per_row` is a power of two.
+#[allow(clippy::too_many_arguments)]
+fn reduce_rows<C: MsmCurve>(
+    gpu: &Gpu,
+    ck: &CurveKernels,
+    stream: &Arc<CudaStream>,
+    input: CudaSlice<C::Xyzz>,
+    rows: u32,
+    per_row: u32,
+    dst: &mut CudaViewMut<'_, C::Xyzz>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let (mut level, mut per_row) = (input, per_row);
+    loop {
+        let per = per_row.min(REDUCE_PER);
+        let groups = rows * (per_row / per);
+        let cfg =
+            LaunchConfig { grid_dim: (groups, 1, 1), block_dim: (REDUCE_THREADS, 1, 1), shared_mem_bytes: 0 };
+        let last = per == per_row;
+        let mut next = if last { None } else { Some(gpu.uninit::<C::Xyzz>(stream, groups as usize)?) };
+        probe.before(gpu, stream)?;
+        let mut launch = stream.launch_builder(&ck.reduce);
+        launch.arg(&level).arg(&per);
+        match next.as_mut() {
+            Some(out) => launch.arg(out),
+            None => launch.arg(&mut *dst),
+        };
+        // SAFETY: matches `G_reduce(const Xyzz<F>* in, uint32_t per, Xyzz<F>* out)`; block g reads
+        // in[g * per .. g * per + per), inside `level` (groups * per points), and writes out[g], inside
+        // `next` (groups points) or `dst` (rows points, and groups == rows at the last level).
+        unsafe { launch.launch(cfg) }.during("reduce")?;
+        probe.after(gpu, stream, "reduce")?;
+        match next {
+            Some(out) => level = out,
+            None => return Ok(()),
+        }
+        per_row /= per;
+    }
+}
+
+/// Bucket sums and window reduction of one sorted batch on `stream`: its window sums and the sum of
+/// its ones (`windows + 1` XYZZ points) in a new device buffer.
 fn reduce<C: MsmCurve>(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
@@ -564,39 +646,65 @@ fn reduce<C: MsmCurve>(
     let k = gpu.msm_kernels()?;
     let ck = if C::NAME == G2::NAME { &k.g2 } else { &k.g1 };
     let n = bases.len();
-    let buckets = plan.buckets();
+    let buckets = plan.window_buckets();
     let windows = plan.windows;
-    let first = plan.first_chunk;
+    let pieces = plan.pieces;
+    let mut sums = gpu.uninit::<C::Xyzz>(stream, windows as usize + 1)?;
 
-    // First round: every thread sums `first` consecutive entries, whatever buckets they fall in.
-    let pieces = (windows as usize * n).div_ceil(first as usize);
-    let mut items = pieces + buckets as usize;
+    // The ones: a batch addition of the points listed in the bucket after the windows'.
+    let ones = plan.ones_threads;
+    let mut partials = gpu.uninit::<C::Xyzz>(stream, ones as usize)?;
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `G_sum_ones(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,
+    // const uint32_t* off, uint32_t key, Xyzz<F>* out)`; bucket `buckets` (the ones) exists in count and
+    // off (plan.buckets() = buckets + 1 long), its entries lie in `entries` and index bases below n;
+    // the grid is exactly `ones` threads (a multiple of BLOCK), each writing out[t] of `partials`.
+    unsafe {
+        stream
+            .launch_builder(&ck.sum_ones)
+            .arg(bases)
+            .arg(&sorted.entries)
+            .arg(&sorted.seg.count)
+            .arg(&sorted.seg.off)
+            .arg(&buckets)
+            .arg(&mut partials)
+            .launch(grid(ones as usize, BLOCK)?)
+    }
+    .during("sum_ones")?;
+    probe.after(gpu, stream, "sum_ones")?;
+    reduce_rows::<C>(gpu, ck, stream, partials, 1, ones, &mut sums.slice_mut(windows as usize..), probe)?;
+
+    // First round: the windows' entries in `pieces` equal runs, one per thread, whatever buckets they
+    // fall in.
+    let mut items = pieces as usize + buckets as usize;
     let mut next = Segments {
-        count: gpu.zeros::<u32>(stream, buckets as usize)?,
-        off: gpu.zeros(stream, buckets as usize)?,
+        count: gpu.uninit::<u32>(stream, buckets as usize)?,
+        off: gpu.uninit(stream, buckets as usize)?,
     };
     probe.before(gpu, stream)?;
     // SAFETY: matches `msm_flat_counts(const uint32_t* count, const uint32_t* off, uint32_t buckets,
-    // uint32_t L, uint32_t* next_count, uint32_t* next_off)`; all four buffers hold `buckets` elements.
+    // uint32_t pieces, uint32_t* next_count, uint32_t* next_off)`; the inputs hold buckets + 1 elements,
+    // the outputs `buckets`, each written.
     unsafe {
         stream
             .launch_builder(&k.flat_counts)
             .arg(&sorted.seg.count)
             .arg(&sorted.seg.off)
             .arg(&buckets)
-            .arg(&first)
+            .arg(&pieces)
             .arg(&mut next.count)
             .arg(&mut next.off)
             .launch(grid(buckets as usize, 256)?)
     }
     .during("msm_flat_counts")?;
     probe.after(gpu, stream, "msm_flat_counts")?;
-    let mut data = gpu.zeros::<C::Xyzz>(stream, items)?;
+    // Slots no thread writes are never read: msm_flat_counts points each bucket at its written ones.
+    let mut data = gpu.uninit::<C::Xyzz>(stream, items)?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `G_sum_affine(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,
-    // const uint32_t* off, uint32_t buckets, uint32_t L, Xyzz<F>* out)`; entries index bases below n;
-    // thread t reads entries below the scanned total (at most windows * n, the length of entries) and
-    // writes out[t + b] for buckets b < `buckets`, with t < pieces, so below `items`.
+    // const uint32_t* off, uint32_t buckets, uint32_t pieces, Xyzz<F>* out)`; entries index bases below
+    // n; thread t reads entries below the windows' total (at most windows * n, the length of entries)
+    // and writes out[t + b] for buckets b < `buckets`, with t < pieces, so below `items`.
     unsafe {
         stream
             .launch_builder(&ck.sum_affine)
@@ -605,25 +713,25 @@ fn reduce<C: MsmCurve>(
             .arg(&sorted.seg.count)
             .arg(&sorted.seg.off)
             .arg(&buckets)
-            .arg(&first)
+            .arg(&pieces)
             .arg(&mut data)
-            .launch(grid(pieces, BLOCK)?)
+            .launch(grid(pieces as usize, BLOCK)?)
     }
     .during("sum_affine")?;
     probe.after(gpu, stream, "sum_affine")?;
     let mut seg = next;
-    // Later rounds, until no bucket can have more than one partial sum: a bucket of at most n entries
-    // meets at most ceil(n / first) + 1 pieces.
-    let mut most = n.div_ceil(first as usize) + 1;
+    // Later rounds, until no bucket can have more than one partial sum: a bucket holds at most one
+    // entry per point, so it meets at most n + 1 pieces, and there are at most `pieces`.
+    let mut most = (pieces as usize).min(n + 1);
     while most > 1 {
         let next = chunk_counts(gpu, k, stream, &seg, LATER_CHUNK, probe)?;
         let next_items = items / LATER_CHUNK as usize + buckets as usize;
-        let mut out = gpu.zeros::<C::Xyzz>(stream, next_items)?;
+        let mut out = gpu.uninit::<C::Xyzz>(stream, next_items)?;
         probe.before(gpu, stream)?;
         // SAFETY: matches `G_sum_xyzz(const Xyzz<F>* in, const uint32_t* count, const uint32_t* off,
         // const uint32_t* off_next, uint32_t buckets, uint32_t L, Xyzz<F>* out)`; the ranges read lie in
-        // `in` (the previous round's output, `items` long); thread q writes out[q] only below the number
-        // of chunks, at most items / L + buckets = next_items.
+        // `in` (the previous round's output, `items` long) and were written by it; thread q writes out[q]
+        // only below the number of chunks, at most items / L + buckets = next_items.
         unsafe {
             stream
                 .launch_builder(&ck.sum_xyzz)
@@ -645,11 +753,12 @@ fn reduce<C: MsmCurve>(
     }
 
     let (segments, half) = (plan.segments, plan.half);
-    let mut level = gpu.zeros::<C::Xyzz>(stream, (windows * segments) as usize)?;
+    let mut level = gpu.uninit::<C::Xyzz>(stream, (windows * segments) as usize)?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `G_window_segments(const Xyzz<F>* data, const uint32_t* count, const uint32_t* off,
     // uint32_t windows, uint32_t half, uint32_t segments, Xyzz<F>* out)`; every bucket has count 0 or 1
-    // here and off[b] < items when count[b] is 1; out holds windows * segments points.
+    // here and off[b] < items, a written slot, when count[b] is 1; out holds windows * segments points,
+    // one per thread.
     unsafe {
         stream
             .launch_builder(&ck.window_segments)
@@ -664,46 +773,17 @@ fn reduce<C: MsmCurve>(
     }
     .during("window_segments")?;
     probe.after(gpu, stream, "window_segments")?;
-    // Add each window's segments, REDUCE_PER at a time; the last level also fetches the ones bucket.
-    let ones_key = windows * half;
-    let mut per_window = segments;
-    loop {
-        let per = per_window.min(REDUCE_PER);
-        let groups = windows * (per_window / per);
-        let last = per == per_window;
-        let mut out = gpu.zeros::<C::Xyzz>(stream, groups as usize + usize::from(last))?;
-        let ones = u32::from(last);
-        probe.before(gpu, stream)?;
-        // SAFETY: matches `G_window_reduce(const Xyzz<F>* in, uint32_t per, uint32_t groups, uint32_t ones,
-        // uint32_t ones_key, const Xyzz<F>* data, const uint32_t* count, const uint32_t* off, Xyzz<F>* out)`;
-        // in holds groups * per points; block `groups` (launched only when `ones`) reads the ones bucket
-        // (count 0 or 1, off < items) and writes out[groups], which exists then.
-        unsafe {
-            stream
-                .launch_builder(&ck.window_reduce)
-                .arg(&level)
-                .arg(&per)
-                .arg(&groups)
-                .arg(&ones)
-                .arg(&ones_key)
-                .arg(&data)
-                .arg(&seg.count)
-                .arg(&seg.off)
-                .arg(&mut out)
-                .launch(LaunchConfig {
-                    grid_dim: (groups + ones, 1, 1),
-                    block_dim: (REDUCE_THREADS, 1, 1),
-                    shared_mem_bytes: 0,
-                })
-        }
-        .during("window_reduce")?;
-        probe.after(gpu, stream, "window_reduce")?;
-        level = out;
-        per_window /= per;
-        if last {
-            return Ok(level);
-        }
-    }
+    reduce_rows::<C>(
+        gpu,
+        ck,
+        stream,
+        level,
+        windows,
+        segments,
+        &mut sums.slice_mut(..windows as usize),
+        probe,
+    )?;
+    Ok(sums)
 }
 
 /// `Σ scalars[i]·bases[i]` on the device. `bases` and `scalars` must have the same length.
@@ -724,6 +804,7 @@ pub fn msm_probed<C: MsmCurve>(
     config: &MsmConfig,
     probe: &mut Probe,
 ) -> Result<Projective<C::Config>, CudaError> {
+    probe.host_mark("start");
     let n = bases.len();
     if scalars.len() != bases.scalars() {
         return Err(CudaError::Length { op: "msm", expected: bases.scalars(), got: scalars.len() });
@@ -760,7 +841,8 @@ pub fn msm_probed<C: MsmCurve>(
     };
     if let Points::Host(_) = bases.points {
         for _ in 0..ranges.len().min(2) {
-            staged.push(gpu.zeros::<C::Affine>(copy, batch_len)?);
+            // Each batch reads only the front its upload filled.
+            staged.push(gpu.uninit::<C::Affine>(copy, batch_len)?);
         }
         upload(&mut staged, 0)?;
     }
@@ -801,9 +883,13 @@ pub fn msm_probed<C: MsmCurve>(
             sorted = s;
         }
     }
+    probe.host_mark("queued");
     if let Some(last) = pending {
+        host[last].get().as_slice().during("waiting for window sums")?;
+        probe.host_mark("copied");
         total += combine::<C>(host[last].get(), &plan)?;
     }
+    probe.host_mark("combined");
     Ok(total)
 }
 
@@ -845,6 +931,38 @@ mod tests {
         assert_eq!(union_length(vec![(4.0, 5.0), (0.0, 1.0), (1.0, 2.0)]), 3.0);
     }
 
+    /// The XYZZ form of an affine point, scaled by a random λ (`ZZ = λ²`, `ZZZ = λ³`).
+    fn scaled<P: SWCurveConfig, D: Layout<Ark = P::BaseField>>(
+        a: &Affine<P>,
+        rng: &mut impl rand::Rng,
+    ) -> Xyzz<D> {
+        let l = <P::BaseField as ark_std::UniformRand>::rand(rng);
+        let (l2, l3) = (l.square(), l.square() * l);
+        let d = |v: P::BaseField| D::from_ark(&v);
+        Xyzz { x: d(a.x * l2), y: d(a.y * l3), zz: d(l2), zzz: d(l3) }
+    }
+
+    #[test]
+    fn xyzz_points_come_back_as_the_same_point_and_off_curve_ones_are_refused() {
+        use ark_ec::CurveGroup;
+        use ark_std::UniformRand;
+        let mut rng = cuzk_testkit::seeded_rng("xyzz_to_ark");
+        for _ in 0..8 {
+            let p1 = g1::G1Projective::rand(&mut rng).into_affine();
+            assert_eq!(G1::to_ark(&scaled(&p1, &mut rng)).unwrap(), p1);
+            let p2 = g2::G2Projective::rand(&mut rng).into_affine();
+            assert_eq!(G2::to_ark(&scaled(&p2, &mut rng)).unwrap(), p2);
+            let mut bad: Xyzz<DeviceFq> = scaled(&p1, &mut rng);
+            bad.x = DeviceFq::from_ark(&(bad.x.to_ark_unchecked() + ark_bls12_381::Fq::ONE));
+            assert!(matches!(G1::to_ark(&bad), Err(LayoutError::NotOnCurve { .. })));
+            let mut no_zzz: Xyzz<DeviceFq2> = scaled(&p2, &mut rng);
+            no_zzz.zzz = DeviceFq2::default();
+            assert!(matches!(G2::to_ark(&no_zzz), Err(LayoutError::NotOnCurve { .. })));
+        }
+        assert!(G1::to_ark(&Xyzz::default()).unwrap().is_zero());
+        assert!(G2::to_ark(&Xyzz::default()).unwrap().is_zero());
+    }
+
     #[test]
     fn plans_fit_the_kernels() {
         for log_n in 0..=26u32 {
@@ -856,7 +974,12 @@ mod tests {
                 assert!(255 - (p.windows - 1) * p.c < p.c, "{p:?}");
                 assert!(p.segments.is_power_of_two() && p.half.is_multiple_of(p.segments), "{p:?}");
                 assert!((1..=64).contains(&(p.half / p.segments)), "{p:?}");
-                assert!(p.first_chunk.is_power_of_two() && (8..=512).contains(&p.first_chunk), "{p:?}");
+                assert!(p.half / p.segments >= 2 || p.half < 2, "{p:?}");
+                let entries = p.windows as u64 * n as u64;
+                assert!((1..=entries.div_ceil(8)).contains(&(p.pieces as u64)), "{p:?}");
+                assert!(p.pieces as u64 >= entries / 512, "{p:?}");
+                assert!(p.ones_threads.is_power_of_two() && p.ones_threads.is_multiple_of(BLOCK), "{p:?}");
+                assert!(p.ones_threads as u64 * 16 >= n as u64 || p.ones_threads == 1 << 16, "{p:?}");
                 assert!((p.buckets() as u64) < 1 << 32);
             }
         }
