@@ -11,7 +11,8 @@ pub use backend::{Backend, BackendError, Bases, DeviceTimer, MsmScalars, NttKind
 pub use cpu::{CpuBackend, CpuPoly};
 pub use key::PreparedKey;
 pub use prover::{
-    prove, verify, witness_map, witness_map_from_evaluations, DeviceStageTimes, ProveOptions, StageTimes,
+    prove, prove_staged, stage, verify, witness_map, witness_map_from_evaluations, DeviceStageTimes,
+    ProveOptions, StageTimes, Staged,
 };
 
 /// Why a proof could not be produced.

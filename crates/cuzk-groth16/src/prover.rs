@@ -27,7 +27,9 @@ impl Default for ProveOptions {
 /// the stages can add up to more than `total`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StageTimes {
-    /// The witness map: uploads, seven NTTs and the quotient step.
+    /// Moving `a`, `b`, `c` and (on backends that keep scalars) `z` into backend memory ([`stage`]).
+    pub upload: Duration,
+    /// The witness map: seven NTTs and the quotient step.
     pub witness_map: Duration,
     /// MSM of `a_query` (G1).
     pub msm_a: Duration,
@@ -121,10 +123,36 @@ pub fn witness_map_from_evaluations<B: PolyBackend>(
     c: &[Fr],
     n: usize,
 ) -> Result<B::Poly, BackendError> {
-    let mut polys = backend.polys_from_host(&[a, b, c], n)?;
-    let (Some(mut c), Some(mut b), Some(mut a)) = (polys.pop(), polys.pop(), polys.pop()) else {
-        return Err(BackendError::LengthMismatch { op: "polys_from_host", expected: 3, got: polys.len() });
-    };
+    let [a, b, c] = polys_abc(backend, a, b, c, n)?;
+    witness_map_polys(backend, a, b, c, n)
+}
+
+/// `a`, `b`, `c` in backend memory, each zero-padded to `n`.
+fn polys_abc<B: PolyBackend>(
+    backend: &B,
+    a: &[Fr],
+    b: &[Fr],
+    c: &[Fr],
+    n: usize,
+) -> Result<[B::Poly; 3], BackendError> {
+    let polys = backend.polys_from_host(&[a, b, c], n)?;
+    let got = polys.len();
+    <[B::Poly; 3]>::try_from(polys).map_err(|_| BackendError::LengthMismatch {
+        op: "polys_from_host",
+        expected: 3,
+        got,
+    })
+}
+
+/// The witness map on `a`, `b`, `c` already in backend memory (`n` elements each); `h` comes back in
+/// `a`'s buffer.
+fn witness_map_polys<B: PolyBackend>(
+    backend: &B,
+    mut a: B::Poly,
+    mut b: B::Poly,
+    mut c: B::Poly,
+    n: usize,
+) -> Result<B::Poly, BackendError> {
     // Z(x) = x^n − 1 is constant on the coset g·H: Z(g·ω^i) = g^n − 1.
     let z = Fr::GENERATOR.pow([n as u64]) - Fr::from(1u64);
     let z_inv = z.inverse().ok_or(BackendError::UnsupportedSize {
@@ -136,7 +164,40 @@ pub fn witness_map_from_evaluations<B: PolyBackend>(
     Ok(a)
 }
 
-/// Proves one synthesized partition with blinding scalars `r` and `s`.
+/// A partition's data in backend memory, from [`stage`], for [`prove_staged`]: `a`, `b`, `c` padded to
+/// the domain size and, on backends that keep MSM scalars, the assignment `z`.
+pub struct Staged<B: PolyBackend> {
+    abc: [B::Poly; 3],
+    z: Option<B::Poly>,
+    n: usize,
+    upload: Duration,
+}
+
+impl<B: PolyBackend> std::fmt::Debug for Staged<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Staged").field("n", &self.n).field("z", &self.z.is_some()).finish()
+    }
+}
+
+/// Moves a synthesized partition's `a`, `b`, `c` (and `z` where the backend keeps scalars) into backend
+/// memory: the upload half of [`prove`], which a pipeline runs while the previous partition's kernels
+/// still run. Fails when the partition does not fit the key.
+pub fn stage<B: Backend>(
+    backend: &B,
+    key: &PreparedKey<B>,
+    syn: &Synthesized,
+) -> Result<Staged<B>, ProveError> {
+    key.check_fits(&syn.counts())?;
+    let start = Instant::now();
+    let n = syn.counts().domain_size();
+    let abc = polys_abc(backend, &syn.a, &syn.b, &syn.c, n)?;
+    // z once in backend memory when the backend wants it there (A, B and L all read it).
+    let z = backend.scalars_from_host(&syn.assignment)?;
+    Ok(Staged { abc, z, n, upload: start.elapsed() })
+}
+
+/// Proves one synthesized partition with blinding scalars `r` and `s`: [`stage`], then
+/// [`prove_staged`].
 ///
 /// The result equals `ark_groth16::Groth16::<Bls12_381>::create_proof_with_reduction(circuit, &pk, r, s)`
 /// byte for byte. With `options.verify` the proof is checked against the key's verifying key first.
@@ -149,10 +210,36 @@ pub fn prove<B: Backend>(
     options: &ProveOptions,
 ) -> Result<(Proof<Bls12_381>, StageTimes), ProveError> {
     let start = Instant::now();
-    let mut times = StageTimes::default();
-    key.check_fits(&syn.counts())?;
+    let staged = stage(backend, key, syn)?;
+    let (proof, mut times) = prove_staged(backend, key, syn, staged, r, s, options)?;
+    times.total = start.elapsed();
+    Ok((proof, times))
+}
 
-    let (h, t, wm_timer) = device_timed(backend, || witness_map(backend, syn))?;
+/// The kernel half of [`prove`]: the witness map, the MSMs, assembly and the self-check of a partition
+/// that [`stage`] moved into backend memory. `syn` must be the partition `staged` was made from.
+pub fn prove_staged<B: Backend>(
+    backend: &B,
+    key: &PreparedKey<B>,
+    syn: &Synthesized,
+    staged: Staged<B>,
+    r: Fr,
+    s: Fr,
+    options: &ProveOptions,
+) -> Result<(Proof<Bls12_381>, StageTimes), ProveError> {
+    let start = Instant::now();
+    let mut times = StageTimes { upload: staged.upload, ..StageTimes::default() };
+    key.check_fits(&syn.counts())?;
+    if staged.n != syn.counts().domain_size() {
+        return Err(ProveError::Backend(BackendError::LengthMismatch {
+            op: "prove_staged",
+            expected: syn.counts().domain_size(),
+            got: staged.n,
+        }));
+    }
+
+    let Staged { abc: [a, b, c], z: z_copy, n, .. } = staged;
+    let (h, t, wm_timer) = device_timed(backend, || witness_map_polys(backend, a, b, c, n))?;
     let h = h?;
     times.witness_map = t;
 
@@ -160,8 +247,6 @@ pub fn prove<B: Backend>(
     let z = &syn.assignment[..];
     let witness = syn.witness();
     let h_len = key.domain_size() - 1;
-    // z once in backend memory when the backend wants it there (A, B and L all read it).
-    let z_copy = backend.scalars_from_host(z)?;
     let (z_scalars, w_scalars) = match &z_copy {
         Some(poly) => (
             MsmScalars::Poly { poly, offset: 0, len: z.len() },
@@ -226,7 +311,7 @@ pub fn prove<B: Backend>(
         times.verify = t;
         ok?;
     }
-    times.total = start.elapsed();
+    times.total = start.elapsed() + times.upload;
     Ok((proof, times))
 }
 

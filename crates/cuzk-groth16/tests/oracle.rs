@@ -7,8 +7,8 @@ use ark_groth16::{Groth16, Proof};
 use ark_relations::gr1cs::ConstraintSynthesizer;
 use ark_serialize::CanonicalSerialize;
 use cuzk_groth16::{
-    prove, Backend, BackendError, CpuBackend, CpuPoly, MsmScalars, NttKind, PolyBackend, PreparedKey,
-    ProveOptions,
+    prove, prove_staged, stage, Backend, BackendError, CpuBackend, CpuPoly, MsmScalars, NttKind, PolyBackend,
+    PreparedKey, ProveOptions,
 };
 use cuzk_synth::{synthesize, SynthesisOptions};
 use cuzk_testkit::{
@@ -168,4 +168,60 @@ fn scalars_kept_in_the_backend_give_the_same_proofs() {
         let (proof, _) = prove(&ScalarsInBackend, &key, &syn, r, s, &ProveOptions::default()).unwrap();
         assert_eq!(bytes(&proof), bytes(&expected), "proof differs from ark-groth16 (r={r}, s={s})");
     }
+}
+
+#[test]
+fn partitions_staged_ahead_of_their_kernels_give_the_same_proofs() {
+    // As a pipeline runs them: partition 1 is staged before partition 0's kernels run.
+    let mut rng = seeded_rng("staged_ahead");
+    let circuits = [Synthetic::new(300, 11), Synthetic::new(300, 12)];
+    let pk = keygen(circuits[0], &mut rng);
+    let cpu = PreparedKey::new(&CpuBackend, pk.clone()).unwrap();
+    let kept = PreparedKey::new(&ScalarsInBackend, pk.clone()).unwrap();
+    let syns: Vec<_> =
+        circuits.iter().map(|c| synthesize(*c, &SynthesisOptions::default()).unwrap()).collect();
+    let randomness: Vec<(Fr, Fr)> = (0..2).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
+    let expected: Vec<_> = circuits
+        .iter()
+        .zip(&randomness)
+        .map(|(c, (r, s))| Groth16::<Bls12_381>::create_proof_with_reduction(*c, &pk, *r, *s).unwrap())
+        .collect();
+    let options = ProveOptions::default();
+    let staged_cpu: Vec<_> = syns.iter().map(|syn| stage(&CpuBackend, &cpu, syn).unwrap()).collect();
+    let staged_kept: Vec<_> = syns.iter().map(|syn| stage(&ScalarsInBackend, &kept, syn).unwrap()).collect();
+    for (((syn, st_cpu), st_kept), ((r, s), want)) in
+        syns.iter().zip(staged_cpu).zip(staged_kept).zip(randomness.iter().zip(&expected))
+    {
+        let (proof, times) = prove_staged(&CpuBackend, &cpu, syn, st_cpu, *r, *s, &options).unwrap();
+        assert_eq!(bytes(&proof), bytes(want));
+        assert!(times.total >= times.upload + times.witness_map);
+        let (proof, _) = prove_staged(&ScalarsInBackend, &kept, syn, st_kept, *r, *s, &options).unwrap();
+        assert_eq!(bytes(&proof), bytes(want));
+    }
+}
+
+#[test]
+fn a_staged_partition_of_another_size_is_refused() {
+    let mut rng = seeded_rng("staged_mismatch");
+    let big = Synthetic::new(600, 1);
+    let small = Synthetic::new(100, 1);
+    let key = PreparedKey::new(&CpuBackend, keygen(big, &mut rng)).unwrap();
+    let key_small = PreparedKey::new(&CpuBackend, keygen(small, &mut rng)).unwrap();
+    let syn_big = synthesize(big, &SynthesisOptions::default()).unwrap();
+    let syn_small = synthesize(small, &SynthesisOptions::default()).unwrap();
+    assert!(stage(&CpuBackend, &key, &syn_small).is_err(), "a partition that does not fit the key");
+    let staged_small = stage(&CpuBackend, &key_small, &syn_small).unwrap();
+    let got = prove_staged(
+        &CpuBackend,
+        &key,
+        &syn_big,
+        staged_small,
+        Fr::from(1u64),
+        Fr::from(2u64),
+        &ProveOptions::default(),
+    );
+    assert!(
+        matches!(got, Err(cuzk_groth16::ProveError::Backend(BackendError::LengthMismatch { .. }))),
+        "{got:?}"
+    );
 }

@@ -36,7 +36,45 @@ pub(crate) enum KeyInner {
     Cuda(PreparedKey<CudaBackend>, Arc<CudaBackend>),
 }
 
+/// A partition moved into a key's backend memory ([`KeyInner::stage`]).
+pub(crate) enum StagedInner {
+    Cpu(cuzk_groth16::Staged<CpuBackend>),
+    Cuda(cuzk_groth16::Staged<CudaBackend>),
+}
+
 impl KeyInner {
+    /// Moves a synthesized partition's data into the memory of the key's backend (the upload half of
+    /// [`KeyInner::prove`]).
+    pub(crate) fn stage(&self, syn: &Synthesized) -> Result<StagedInner, cuzk_groth16::ProveError> {
+        match self {
+            KeyInner::Cpu(k) => cuzk_groth16::stage(&CpuBackend, k, syn).map(StagedInner::Cpu),
+            KeyInner::Cuda(k, b) => cuzk_groth16::stage(&**b, k, syn).map(StagedInner::Cuda),
+        }
+    }
+
+    /// The kernel half of [`KeyInner::prove`], on a partition [`KeyInner::stage`] moved.
+    pub(crate) fn prove_staged(
+        &self,
+        syn: &Synthesized,
+        staged: StagedInner,
+        r: Fr,
+        s: Fr,
+        options: &ProveOptions,
+    ) -> Result<(Proof<Bls12_381>, StageTimes), cuzk_groth16::ProveError> {
+        match (self, staged) {
+            (KeyInner::Cpu(k), StagedInner::Cpu(st)) => {
+                cuzk_groth16::prove_staged(&CpuBackend, k, syn, st, r, s, options)
+            }
+            (KeyInner::Cuda(k, b), StagedInner::Cuda(st)) => {
+                cuzk_groth16::prove_staged(&**b, k, syn, st, r, s, options)
+            }
+            _ => Err(cuzk_groth16::ProveError::Backend(cuzk_groth16::BackendError::Device {
+                op: "prove_staged",
+                source: "the partition was staged on another backend than the key's".into(),
+            })),
+        }
+    }
+
     /// Proves one synthesized partition on the backend the key lives in.
     pub(crate) fn prove(
         &self,

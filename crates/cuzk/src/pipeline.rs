@@ -1,10 +1,11 @@
 //! Proving through the scheduler: partitions synthesized by a pool of CPU workers while the backend
 //! proves the ones already synthesized, with a timeline of every step.
 //!
-//! "Upload" hands the synthesized partition over and the "kernels" step (witness map, MSMs, assembly,
-//! self-check) runs under the scheduler's kernel lock on the key's backend: on the CPU one partition
-//! proves at a time with all cores; on CUDA the whole proof runs in that step (its uploads included),
-//! not yet split into a separate upload stage. Synthesis of the next partitions overlaps it either way.
+//! "Upload" (under the scheduler's memory lock) moves the synthesized partition's `a`, `b`, `c` and `z`
+//! into the key's backend memory (`cuzk_groth16::stage`: on CUDA, pinned staging buffers and the copy
+//! stream); the "kernels" step (witness map, MSMs, assembly, self-check) runs under the kernel lock.
+//! So partition `N + 1`'s upload overlaps partition `N`'s kernels, and synthesis of the next partitions
+//! overlaps both. On the CPU the upload is a copy and one partition proves at a time with all cores.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use cuzk_groth16::{ProveOptions, StageTimes};
 use cuzk_sched::{KernelLog, PartitionRef, Placement, StageError, Stages};
 use cuzk_synth::{R1csShape, SynthesisOptions, Synthesized};
 
-use crate::engine::synthesize_partition;
+use crate::engine::{synthesize_partition, StagedInner};
 use crate::{Key, SynthesisMode};
 
 /// The engine's partition stages for the scheduler.
@@ -36,14 +37,20 @@ pub(crate) struct Partition {
     s: Fr,
 }
 
+/// A partition whose data is in backend memory.
+pub(crate) struct StagedPartition {
+    part: Partition,
+    staged: StagedInner,
+}
+
 fn stage_error(stage: &'static str) -> impl Fn(String) -> StageError {
     move |m| StageError::new(stage, m)
 }
 
-/// Logs the prover's phases back to back, as they ran: the witness map, the MSMs (five of them,
-/// concurrent, so their phase's wall time), then assembly and the self-check.
+/// Logs the kernel step's phases back to back, as they ran: the witness map, the MSMs (five of them,
+/// possibly concurrent, so their phase's wall time), then assembly and the self-check.
 fn log_stages(log: &mut KernelLog, t: &StageTimes) {
-    let msms = t.total.saturating_sub(t.witness_map + t.assemble + t.verify);
+    let msms = t.total.saturating_sub(t.upload + t.witness_map + t.assemble + t.verify);
     for (name, d) in [("witness_map", t.witness_map), ("msms", msms), ("assembly", t.assemble + t.verify)] {
         log.record(name, d.as_secs_f64());
     }
@@ -52,7 +59,7 @@ fn log_stages(log: &mut KernelLog, t: &StageTimes) {
 impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
     type Input = (C, Fr, Fr);
     type Synthesized = Partition;
-    type Staged = Partition;
+    type Staged = StagedPartition;
     type Computed = Proof<Bls12_381>;
     type Output = Proof<Bls12_381>;
 
@@ -67,21 +74,32 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
         Ok(Partition { syn, r, s })
     }
 
-    fn upload(&self, _part: PartitionRef, _at: Placement, data: Partition) -> Result<Partition, StageError> {
-        Ok(data)
+    fn upload(
+        &self,
+        _part: PartitionRef,
+        _at: Placement,
+        mut part: Partition,
+    ) -> Result<StagedPartition, StageError> {
+        let staged = self.key.inner.stage(&part.syn).map_err(|e| stage_error("upload")(e.to_string()))?;
+        // a, b and c live in backend memory now; only z is still read from the host.
+        for v in [&mut part.syn.a, &mut part.syn.b, &mut part.syn.c] {
+            *v = Vec::new();
+        }
+        Ok(StagedPartition { part, staged })
     }
 
     fn kernels(
         &self,
         _part: PartitionRef,
         _at: Placement,
-        p: Partition,
+        p: StagedPartition,
         log: &mut KernelLog,
     ) -> Result<Proof<Bls12_381>, StageError> {
+        let StagedPartition { part: p, staged } = p;
         let (proof, times) = self
             .key
             .inner
-            .prove(&p.syn, p.r, p.s, &self.prove)
+            .prove_staged(&p.syn, staged, p.r, p.s, &self.prove)
             .map_err(|e| stage_error("kernels")(e.to_string()))?;
         log_stages(log, &times);
         Ok(proof)

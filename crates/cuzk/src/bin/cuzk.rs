@@ -434,6 +434,8 @@ struct Workload {
 #[derive(Serialize, Default, Clone, Copy)]
 struct Stages {
     synthesis: f64,
+    /// Moving a, b, c and z into backend memory.
+    upload: f64,
     witness_map: f64,
     msm_a: f64,
     msm_b_g1: f64,
@@ -483,13 +485,14 @@ impl Stages {
         let s = &r.stages;
         Self {
             synthesis: r.synthesis.as_secs_f64(),
+            upload: s.upload.as_secs_f64(),
             witness_map: s.witness_map.as_secs_f64(),
             msm_a: s.msm_a.as_secs_f64(),
             msm_b_g1: s.msm_b_g1.as_secs_f64(),
             msm_b_g2: s.msm_b_g2.as_secs_f64(),
             msm_l: s.msm_l.as_secs_f64(),
             msm_h: s.msm_h.as_secs_f64(),
-            msm_phase: s.total.saturating_sub(s.witness_map + s.assemble + s.verify).as_secs_f64(),
+            msm_phase: s.total.saturating_sub(s.upload + s.witness_map + s.assemble + s.verify).as_secs_f64(),
             assemble: s.assemble.as_secs_f64(),
             verify: s.verify.as_secs_f64(),
             total: r.total.as_secs_f64(),
@@ -511,6 +514,7 @@ impl Stages {
         let last = spans.iter().filter(|s| s.partition == 0).map(|s| s.end_us).fold(0.0, f64::max);
         Self {
             synthesis: secs("synthesis"),
+            upload: secs("upload"),
             witness_map: secs("kernel:witness_map"),
             msm_a: 0.0,
             msm_b_g1: 0.0,
@@ -534,7 +538,11 @@ impl Stages {
             ("MSM L (G1)", self.msm_l),
             ("MSM H (G1)", self.msm_h),
         ];
-        let mut rows = vec![("synthesis", self.synthesis), ("witness map (7 NTTs)", self.witness_map)];
+        let mut rows = vec![
+            ("synthesis", self.synthesis),
+            ("upload (a, b, c, z)", self.upload),
+            ("witness map (7 NTTs)", self.witness_map),
+        ];
         if per_msm.iter().any(|(_, s)| *s > 0.0) {
             rows.extend(per_msm);
         }
