@@ -512,6 +512,25 @@ impl Engine {
         if randomness.len() != circuits.len() {
             return Err(Error::RandomnessCount { partitions: circuits.len(), pairs: randomness.len() });
         }
+        let job = circuits.into_iter().zip(randomness).map(|(c, (r, s))| (c, r, s)).collect();
+        let run = self.prove_pipelined_jobs(key, vec![job], sched)?;
+        let proofs = run.proofs.into_iter().next().unwrap_or_default();
+        Ok(crate::PipelineRun { proofs, synthesis_mode: run.synthesis_mode, timeline: run.timeline })
+    }
+
+    /// Several proofs through one scheduler: `jobs[j]` is proof `j`'s partitions with their blinding
+    /// scalars. The jobs are submitted in order at one priority, so proof `j + 1`'s partitions are
+    /// synthesized while proof `j`'s are proved, and the oldest proof finishes first. Proofs come back
+    /// per job, in partition order; the first job that fails fails the call.
+    pub fn prove_pipelined_jobs<C>(
+        &self,
+        key: &Key,
+        jobs: Vec<Vec<(C, Fr, Fr)>>,
+        sched: cuzk_sched::Config,
+    ) -> Result<crate::PipelineJobs, Error>
+    where
+        C: ConstraintSynthesizer<Fr> + Send + 'static,
+    {
         self.check_key(key)?;
         let synthesis_mode = self.synthesis_mode(key);
         let stages = crate::pipeline::EngineStages::<C> {
@@ -522,10 +541,15 @@ impl Engine {
             circuit: std::marker::PhantomData,
         };
         let scheduler = cuzk_sched::Scheduler::new(stages, sched);
-        let inputs = circuits.into_iter().zip(randomness).map(|(c, (r, s))| (c, r, s)).collect();
-        let proofs =
-            scheduler.submit(cuzk_sched::JobId(0), cuzk_sched::Priority::Normal, None, inputs)?.wait()?;
-        Ok(crate::PipelineRun { proofs, synthesis_mode, timeline: scheduler.timeline().clone() })
+        let handles = jobs
+            .into_iter()
+            .enumerate()
+            .map(|(j, inputs)| {
+                scheduler.submit(cuzk_sched::JobId(j as u64), cuzk_sched::Priority::Normal, None, inputs)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let proofs = handles.into_iter().map(|h| h.wait()).collect::<Result<Vec<_>, _>>()?;
+        Ok(crate::PipelineJobs { proofs, synthesis_mode, timeline: scheduler.timeline().clone() })
     }
 
     /// Verifies a proof against the key's verifying key.

@@ -120,3 +120,15 @@ pub struct PipelineRun {
     /// Every step of every partition.
     pub timeline: Arc<cuzk_sched::Timeline>,
 }
+
+/// The result of several pipelined proofs: per proof, its partitions' proofs in order, and the run's
+/// timeline.
+#[derive(Debug)]
+pub struct PipelineJobs {
+    /// Per job, one proof per partition, in order.
+    pub proofs: Vec<Vec<Proof<Bls12_381>>>,
+    /// How every partition was synthesized.
+    pub synthesis_mode: SynthesisMode,
+    /// Every step of every partition of every job.
+    pub timeline: Arc<cuzk_sched::Timeline>,
+}

@@ -68,6 +68,24 @@ fn timing_keys_bench_against_ark_groth16_and_are_refused_without_it() {
 }
 
 #[test]
+fn pipelined_porep_like_proofs_with_one_or_two_gpu_workers_and_merged_locks_equal_ark_groth16() {
+    for extra in [&["--gpu-workers", "1"][..], &["--gpu-workers", "2", "--merge-locks"]] {
+        let mut args = vec!["bench", "--circuit", "porep-like", "-k", "10", "-p", "2", "--proofs", "2"];
+        args.extend_from_slice(&["--pipeline", "--repeat", "1", "--backend", "cpu", "--json"]);
+        args.extend_from_slice(extra);
+        let v = json(&cuzk(&args));
+        assert_eq!(v["circuit"], "porep-like", "{extra:?}");
+        assert_eq!((v["proofs"].as_u64(), v["partitions"].as_u64()), (Some(2), Some(4)), "{extra:?}");
+        assert_eq!(v["identical_to_arkworks"], true, "{extra:?}");
+        assert_eq!(v["proofs_verified"], 4, "{extra:?}");
+        assert_eq!(v["gpu_workers"].as_u64(), Some(if extra.len() == 2 { 1 } else { 2 }), "{extra:?}");
+        assert_eq!(v["merge_locks"], extra.len() == 3, "{extra:?}");
+    }
+    let out = cuzk(&["bench", "-k", "8", "--proofs", "2"]);
+    assert!(!out.status.success(), "several proofs need --pipeline");
+}
+
+#[test]
 fn human_output_is_a_table() {
     let out = cuzk(&["prove", "-k", "5", "-p", "1", "--backend", "cpu"]);
     assert!(out.status.success());

@@ -396,9 +396,19 @@ fn timeline(file: &std::path::Path, chrome: Option<&std::path::Path>) -> Result<
 
 #[derive(Args, Clone)]
 struct Workload {
-    /// log2 of the rows per partition (constraints + instance variables).
+    /// The circuit.
+    #[arg(long, value_enum, default_value_t = CircuitKind::Synthetic)]
+    circuit: CircuitKind,
+    /// log2 of the rows per partition (constraints + instance variables); porep-like takes 10 to 27.
     #[arg(long, short = 'k', default_value_t = 16, value_parser = clap::value_parser!(u32).range(2..=28))]
     log_constraints: u32,
+    /// Per mille of bit rows in the synthetic circuit.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=1000))]
+    bit_share: u16,
+    /// Proofs, each of --partitions partitions (more than one needs --pipeline, which submits them
+    /// as separate jobs).
+    #[arg(long, default_value_t = 1, requires = "pipeline", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    proofs: u64,
     /// Partitions per proof (same circuit shape, different witnesses).
     #[arg(long, short = 'p', default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=1024))]
     partitions: u64,
@@ -417,6 +427,13 @@ struct Workload {
     /// Synthesis workers with --pipeline (default: the number of cores).
     #[arg(long)]
     partition_workers: Option<usize>,
+    /// GPU workers per device with --pipeline (default 2): one uploads the next partition while the
+    /// other's kernels run.
+    #[arg(long, requires = "pipeline", value_parser = clap::value_parser!(u64).range(1..=64))]
+    gpu_workers: Option<u64>,
+    /// With --pipeline, one lock for upload and kernels instead of two (to measure what the split buys).
+    #[arg(long, requires = "pipeline")]
+    merge_locks: bool,
     /// With --pipeline, write the last run's timeline here as JSON lines (see `cuzk timeline`).
     #[arg(long, requires = "pipeline")]
     timeline: Option<std::path::PathBuf>,
@@ -561,9 +578,17 @@ struct Output {
     command: &'static str,
     backend: &'static str,
     backend_note: Option<String>,
+    /// "synthetic" or "porep-like".
+    circuit: &'static str,
     log_constraints: u32,
     constraints: usize,
+    /// Partitions of all proofs together.
     partitions: usize,
+    /// Proofs (jobs), each of `partitions / proofs` partitions.
+    proofs: usize,
+    /// With --pipeline: GPU workers per device, and whether upload and kernels shared one lock.
+    gpu_workers: Option<usize>,
+    merge_locks: Option<bool>,
     /// "full" or "witness-only".
     synthesis_mode: &'static str,
     /// "setup" (ark-groth16's key generation) or "timing" (see `cuzk::timing_key`).
@@ -572,6 +597,7 @@ struct Output {
     /// Wall time of proving all partitions (median over repetitions for `bench`).
     seconds: f64,
     seconds_per_partition: f64,
+    seconds_per_proof: f64,
     proofs_verified: usize,
     /// Stage times of partition 0 (median run for `bench`).
     stages: Stages,
@@ -626,8 +652,28 @@ impl Progress {
     }
 }
 
-fn circuits(w: &Workload) -> Vec<Synthetic> {
-    (0..w.partitions).map(|i| Synthetic::with_log_rows(w.log_constraints, w.seed.wrapping_add(i))).collect()
+impl Workload {
+    fn choice(&self) -> CircuitChoice {
+        CircuitChoice {
+            circuit: self.circuit,
+            log_constraints: self.log_constraints,
+            bit_share: self.bit_share,
+            seed: self.seed,
+        }
+    }
+}
+
+/// The workload's partitions, proof after proof (partition 0 also gives the key its shape).
+fn circuits(w: &Workload) -> Result<Vec<BuiltIn>, String> {
+    (0..w.proofs * w.partitions).map(|i| w.choice().partition(i)).collect()
+}
+
+/// Constraints of a built-in circuit.
+fn constraints_of(c: &BuiltIn) -> Result<usize, String> {
+    match c {
+        BuiltIn::Porep(c) => c.params.counts().map(|n| n.constraints).map_err(|e| e.to_string()),
+        BuiltIn::Synthetic(c) => Ok(c.constraints),
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -647,7 +693,8 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
         eprintln!("note: {note}");
     }
     let mut rng = StdRng::seed_from_u64(w.seed);
-    let shape = Synthetic::with_log_rows(w.log_constraints, w.seed);
+    let partitions = circuits(w)?;
+    let shape = partitions[0];
     let t = Instant::now();
     let pk = if w.timing_key {
         cuzk::timing_key::timing_key(&cuzk::R1csShape::record(shape)?, &mut rng)
@@ -661,7 +708,8 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
         engine.load_key(pk.clone())?
     };
     let randomness: Vec<(Fr, Fr)> =
-        (0..w.partitions).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
+        (0..partitions.len()).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
+    let per_proof = w.partitions as usize;
 
     let runs = repeat.unwrap_or(1).max(1);
     let (mut walls, mut ark_walls, mut all_runs) = (Vec::new(), Vec::new(), Vec::new());
@@ -672,10 +720,11 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
         // with the same randomness, so each run's proofs are compared with these.
         if baseline && identical.is_none() {
             // ark-groth16 as a user would run it: one partition after another, each internally parallel.
-            let progress = Progress::new("arkworks", circuits(w).len(), w.json);
+            let progress = Progress::new("arkworks", partitions.len(), w.json);
             let t = Instant::now();
-            let ark: Vec<_> = circuits(w)
-                .into_iter()
+            let ark: Vec<_> = partitions
+                .iter()
+                .copied()
                 .zip(&randomness)
                 .map(|(c, (r, s))| {
                     let p = Groth16::<Bls12_381>::create_proof_with_reduction(c, &pk, *r, *s);
@@ -688,21 +737,24 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
         }
         let t = Instant::now();
         if w.pipeline {
+            let defaults = cuzk::sched::Config::default();
             let sched = cuzk::sched::Config {
-                partition_workers: w
-                    .partition_workers
-                    .unwrap_or_else(|| cuzk::sched::Config::default().partition_workers),
-                ..cuzk::sched::Config::default()
+                partition_workers: w.partition_workers.unwrap_or(defaults.partition_workers),
+                gpu_workers_per_device: w.gpu_workers.map_or(defaults.gpu_workers_per_device, |g| g as usize),
+                merge_locks: w.merge_locks,
+                ..defaults
             };
-            let run = engine.prove_pipelined(&key, circuits(w), randomness.clone(), sched)?;
+            let inputs: Vec<_> = partitions.iter().zip(&randomness).map(|(c, (r, s))| (*c, *r, *s)).collect();
+            let jobs = inputs.chunks(per_proof).map(<[_]>::to_vec).collect();
+            let run = engine.prove_pipelined_jobs(&key, jobs, sched)?;
             walls.push(t.elapsed().as_secs_f64());
             let spans = run.timeline.spans();
-            all_runs.push((run.proofs, Stages::from_timeline(&spans)));
+            all_runs.push((run.proofs.into_iter().flatten().collect(), Stages::from_timeline(&spans)));
             last_timeline = Some(run.timeline);
         } else {
-            let progress = Progress::new(engine.backend_name(), circuits(w).len(), w.json);
+            let progress = Progress::new(engine.backend_name(), partitions.len(), w.json);
             let reports =
-                engine.prove_partitions_observed(&key, circuits(w), randomness.clone(), &|_, _| {
+                engine.prove_partitions_observed(&key, partitions.clone(), randomness.clone(), &|_, _| {
                     progress.tick()
                 })?;
             walls.push(t.elapsed().as_secs_f64());
@@ -720,6 +772,7 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
     });
     let arkworks_seconds = baseline.then(|| median(ark_walls));
     let partitions = proofs.len();
+    let proof_count = partitions.div_ceil(per_proof.max(1));
     let kernel_utilization = last_timeline
         .as_ref()
         .map(|t| cuzk::sched::report::TimelineReport::from_spans(&t.spans()).kernel_utilization);
@@ -731,14 +784,21 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
         command: if repeat.is_some() { "bench" } else { "prove" },
         backend: engine.backend_name(),
         backend_note: engine.backend_note().map(str::to_owned),
+        circuit: w.choice().name(),
         log_constraints: w.log_constraints,
-        constraints: shape.constraints,
+        constraints: constraints_of(&shape)?,
+        gpu_workers: w.pipeline.then(|| {
+            w.gpu_workers.map_or(cuzk::sched::Config::default().gpu_workers_per_device, |g| g as usize)
+        }),
+        merge_locks: w.pipeline.then_some(w.merge_locks),
         partitions,
+        proofs: proof_count,
         synthesis_mode: engine.synthesis_mode(&key).name(),
         key: if w.timing_key { "timing" } else { "setup" },
         keygen_seconds,
         seconds: wall,
         seconds_per_partition: wall / partitions as f64,
+        seconds_per_proof: wall / proof_count.max(1) as f64,
         proofs_verified: if engine.config().verify_proofs { partitions } else { 0 },
         stages: *stages,
         kernel_utilization,
@@ -750,9 +810,15 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
 
 fn print_table(o: &Output) {
     println!(
-        "cuzk {}: backend {}, 2^{} rows ({} constraints) x {} partitions",
-        o.command, o.backend, o.log_constraints, o.constraints, o.partitions
+        "cuzk {}: backend {}, {} circuit, 2^{} rows ({} constraints) x {} partitions",
+        o.command, o.backend, o.circuit, o.log_constraints, o.constraints, o.partitions
     );
+    if let (Some(g), Some(merged)) = (o.gpu_workers, o.merge_locks) {
+        println!(
+            "  pipeline: {g} GPU worker(s) per device, {}",
+            if merged { "one lock" } else { "memory and kernel locks" }
+        );
+    }
     println!("  key generation            {:>10.3} s  ({} key)", o.keygen_seconds, o.key);
     println!("  synthesis mode            {:>10}", o.synthesis_mode);
     println!("  stages of partition 0:");
@@ -777,6 +843,9 @@ fn print_table(o: &Output) {
         "  all partitions (wall)     {:>10.3} s  ({:.3} s per partition)",
         o.seconds, o.seconds_per_partition
     );
+    if o.proofs > 1 {
+        println!("  per proof ({} proofs)      {:>10.3} s", o.proofs, o.seconds_per_proof);
+    }
     println!("  proofs verified           {:>10} / {}", o.proofs_verified, o.partitions);
     if let Some(u) = o.kernel_utilization {
         println!("  prover-stage utilisation  {:>9.1}% (pipelined; `cuzk timeline` for gaps)", 100.0 * u);
