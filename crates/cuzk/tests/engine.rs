@@ -234,6 +234,41 @@ fn pipelined_proofs_equal_ark_groth16_and_synthesis_overlaps_proving() {
 }
 
 #[test]
+fn several_pipelined_proofs_come_back_per_job_and_a_failing_job_fails_the_call() {
+    let mut rng = seeded_rng("pipelined_jobs");
+    let honest = |seed| Unsatisfied {
+        inner: Synthetic {
+            constraints: 300,
+            public_inputs: 1,
+            seed,
+            zero_witness: false,
+            bit_share_per_mille: 0,
+        },
+        bad: usize::MAX,
+    };
+    let pk = keygen(honest(0), &mut rng);
+    let e = engine();
+    let key = e.load_key(pk.clone()).unwrap();
+    let mut job = |seeds: &[u64]| -> Vec<(Unsatisfied, Fr, Fr)> {
+        seeds.iter().map(|&k| (honest(k), Fr::rand(&mut rng), Fr::rand(&mut rng))).collect()
+    };
+    let jobs = vec![job(&[1, 2]), job(&[3]), job(&[4, 5, 6])];
+    let sched = cuzk::sched::Config { partition_workers: 2, ..Default::default() };
+    let run = e.prove_pipelined_jobs(&key, jobs.clone(), sched.clone()).unwrap();
+    assert_eq!(run.proofs.iter().map(Vec::len).collect::<Vec<_>>(), [2, 1, 3]);
+    for (job, proofs) in jobs.iter().zip(&run.proofs) {
+        for ((c, r, s), proof) in job.iter().zip(proofs) {
+            assert_eq!(*proof, Groth16::<Bls12_381>::create_proof_with_reduction(*c, &pk, *r, *s).unwrap());
+        }
+    }
+
+    let mut bad_jobs = jobs;
+    bad_jobs[1][0].0.bad = 7;
+    let err = e.prove_pipelined_jobs(&key, bad_jobs, sched).unwrap_err();
+    assert!(err.to_string().contains("partition 0 failed in synthesis"), "{err}");
+}
+
+#[test]
 fn porep_like_partitions_prove_like_ark_groth16_and_verify() {
     use cuzk::circuits::PorepLike;
     let mut rng = seeded_rng("porep_like");

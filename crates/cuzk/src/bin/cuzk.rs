@@ -676,9 +676,11 @@ fn constraints_of(c: &BuiltIn) -> Result<usize, String> {
     }
 }
 
+/// The median of a non-empty list; of an even count, the lower of the middle two (always one of
+/// the values, so the run it came from can be found again).
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    v[(v.len() - 1) / 2]
 }
 
 fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Box<dyn std::error::Error>> {
