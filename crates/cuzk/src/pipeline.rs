@@ -47,9 +47,25 @@ fn stage_error(stage: &'static str) -> impl Fn(String) -> StageError {
     move |m| StageError::new(stage, m)
 }
 
-/// Logs the kernel step's phases back to back, as they ran: the witness map, the MSMs (five of them,
-/// possibly concurrent, so their phase's wall time), then assembly and the self-check.
+/// Logs the kernel step's phases back to back, as they ran. With device times (a GPU backend): the
+/// witness map and each MSM on the device's clock, so the timeline's kernel utilisation counts device
+/// work only. Otherwise the host's phases: the witness map, the MSMs (five of them, possibly
+/// concurrent, so their phase's wall time), then assembly and the self-check.
 fn log_stages(log: &mut KernelLog, t: &StageTimes) {
+    if let Some(d) = &t.device {
+        let device = [
+            ("witness_map", d.witness_map),
+            ("msm_a", d.msm_a),
+            ("msm_b_g1", d.msm_b_g1),
+            ("msm_b_g2", d.msm_b_g2),
+            ("msm_l", d.msm_l),
+            ("msm_h", d.msm_h),
+        ];
+        for (name, d) in device {
+            log.record(name, d.as_secs_f64());
+        }
+        return;
+    }
     let msms = t.total.saturating_sub(t.upload + t.witness_map + t.assemble + t.verify);
     for (name, d) in [("witness_map", t.witness_map), ("msms", msms), ("assembly", t.assemble + t.verify)] {
         log.record(name, d.as_secs_f64());
@@ -131,4 +147,48 @@ pub struct PipelineJobs {
     pub synthesis_mode: SynthesisMode,
     /// Every step of every partition of every job.
     pub timeline: Arc<cuzk_sched::Timeline>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn device_times_replace_the_host_phases_in_the_kernel_log() {
+        let ms = Duration::from_millis;
+        let host = StageTimes {
+            upload: ms(1),
+            witness_map: ms(2),
+            assemble: ms(3),
+            verify: ms(4),
+            total: ms(20),
+            ..StageTimes::default()
+        };
+        let mut log = KernelLog::default();
+        log_stages(&mut log, &host);
+        let names: Vec<&str> = log.kernels.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["witness_map", "msms", "assembly"]);
+        assert!(
+            (log.kernels[1].1 - 0.010).abs() < 1e-9,
+            "msms = total - upload - witness map - assembly - check"
+        );
+
+        let device = cuzk_groth16::DeviceStageTimes {
+            witness_map: ms(5),
+            msm_a: ms(6),
+            msm_b_g1: ms(7),
+            msm_b_g2: ms(8),
+            msm_l: ms(9),
+            msm_h: ms(10),
+        };
+        let mut log = KernelLog::default();
+        log_stages(&mut log, &StageTimes { device: Some(device), ..host });
+        let got: Vec<(&str, u64)> =
+            log.kernels.iter().map(|(n, s)| (n.as_str(), (s * 1e3).round() as u64)).collect();
+        assert_eq!(
+            got,
+            [("witness_map", 5), ("msm_a", 6), ("msm_b_g1", 7), ("msm_b_g2", 8), ("msm_l", 9), ("msm_h", 10)]
+        );
+    }
 }

@@ -533,12 +533,17 @@ impl Stages {
             synthesis: secs("synthesis"),
             upload: secs("upload"),
             witness_map: secs("kernel:witness_map"),
-            msm_a: 0.0,
-            msm_b_g1: 0.0,
-            msm_b_g2: 0.0,
-            msm_l: 0.0,
-            msm_h: 0.0,
-            msm_phase: secs("kernel:msms"),
+            // Per-MSM spans come from backends that time the device (the CPU logs one MSM phase).
+            msm_a: secs("kernel:msm_a"),
+            msm_b_g1: secs("kernel:msm_b_g1"),
+            msm_b_g2: secs("kernel:msm_b_g2"),
+            msm_l: secs("kernel:msm_l"),
+            msm_h: secs("kernel:msm_h"),
+            msm_phase: secs("kernel:msms")
+                + ["a", "b_g1", "b_g2", "l", "h"]
+                    .iter()
+                    .map(|m| secs(&format!("kernel:msm_{m}")))
+                    .sum::<f64>(),
             assemble: secs("kernel:assembly"),
             verify: 0.0,
             total: if first.is_finite() { (last - first) / 1e6 } else { 0.0 },
