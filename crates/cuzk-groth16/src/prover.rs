@@ -70,6 +70,21 @@ pub struct DeviceStageTimes {
     pub msm_h: Duration,
 }
 
+impl DeviceStageTimes {
+    /// The stages by name, in the order they run: `witness_map`, `msm_a`, `msm_b_g1`, `msm_b_g2`,
+    /// `msm_l`, `msm_h`.
+    pub fn named(&self) -> [(&'static str, Duration); 6] {
+        [
+            ("witness_map", self.witness_map),
+            ("msm_a", self.msm_a),
+            ("msm_b_g1", self.msm_b_g1),
+            ("msm_b_g2", self.msm_b_g2),
+            ("msm_l", self.msm_l),
+            ("msm_h", self.msm_h),
+        ]
+    }
+}
+
 fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     let t = Instant::now();
     let v = f();

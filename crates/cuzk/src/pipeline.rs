@@ -53,15 +53,7 @@ fn stage_error(stage: &'static str) -> impl Fn(String) -> StageError {
 /// concurrent, so their phase's wall time), then assembly and the self-check.
 fn log_stages(log: &mut KernelLog, t: &StageTimes) {
     if let Some(d) = &t.device {
-        let device = [
-            ("witness_map", d.witness_map),
-            ("msm_a", d.msm_a),
-            ("msm_b_g1", d.msm_b_g1),
-            ("msm_b_g2", d.msm_b_g2),
-            ("msm_l", d.msm_l),
-            ("msm_h", d.msm_h),
-        ];
-        for (name, d) in device {
+        for (name, d) in d.named() {
             log.record(name, d.as_secs_f64());
         }
         return;

@@ -483,8 +483,7 @@ struct DeviceStages {
 
 impl DeviceStages {
     fn of(d: &cuzk::DeviceStageTimes) -> Self {
-        let parts =
-            [d.witness_map, d.msm_a, d.msm_b_g1, d.msm_b_g2, d.msm_l, d.msm_h].map(|t| t.as_secs_f64());
+        let parts = d.named().map(|(_, t)| t.as_secs_f64());
         Self {
             witness_map: parts[0],
             msm_a: parts[1],
@@ -551,7 +550,8 @@ impl Stages {
         }
     }
 
-    /// Table rows; the per-MSM rows only when they were measured (not in a pipelined run).
+    /// Table rows; the per-MSM rows only when they were measured (a pipelined run on the CPU logs
+    /// one MSM phase).
     fn rows(&self) -> Vec<(&'static str, f64)> {
         let per_msm = [
             ("MSM A (G1)", self.msm_a),
