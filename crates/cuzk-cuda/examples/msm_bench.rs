@@ -73,7 +73,14 @@ struct Row {
     kernel_ms: f64,
     ark_ms: Option<f64>,
     breakdown: Vec<(&'static str, f64)>,
+    /// [`STREAM`] MSMs issued back to back, each finished once the next is queued: wall per MSM
+    /// and kernel-busy share of the whole stream.
+    stream_ms: f64,
+    stream_share: f64,
 }
+
+/// MSMs in the back-to-back measurement (as a proof's five MSMs run).
+const STREAM: usize = 4;
 
 /// What to sweep.
 struct Sweep {
@@ -157,6 +164,30 @@ fn run<C: MsmCurve>(
                 }
                 let times = probe.kernel_times()?;
                 let kernel_ms = probe.busy_ms()? as f64;
+                // The same MSM several times in a row, as the prover issues its MSMs: each is
+                // finished (its last window sums combined on the host) once the next one's kernels are
+                // queued, so the host's combine overlaps device work.
+                let stream = |probe: &mut Probe| -> Result<f64, CudaError> {
+                    let t = Instant::now();
+                    let mut previous: Option<msm::PendingMsm<'_, C>> = None;
+                    for _ in 0..STREAM {
+                        let next = msm::msm_start::<C>(gpu, &dev.msm_bases(), &dk.slice(..), &config, probe)?;
+                        if let Some(p) = previous.replace(next) {
+                            assert_eq!(p.finish()?, got, "{} 2^{log_n}: streamed MSM differs", C::NAME);
+                        }
+                    }
+                    if let Some(p) = previous {
+                        assert_eq!(p.finish()?, got, "{} 2^{log_n}: streamed MSM differs", C::NAME);
+                    }
+                    Ok(t.elapsed().as_secs_f64() * 1e3)
+                };
+                let _ = stream(&mut Probe::default())?;
+                let stream_walls =
+                    (0..3).map(|_| stream(&mut Probe::default())).collect::<Result<Vec<_>, _>>()?;
+                let stream_wall = median(stream_walls);
+                let mut stream_probe = Probe::enabled();
+                stream(&mut stream_probe)?;
+                let stream_share = stream_probe.busy_ms()? as f64 / stream_wall;
                 let mut breakdown: Vec<(&'static str, f64)> = Vec::new();
                 for (name, t) in times {
                     match breakdown.iter_mut().find(|(n, _)| *n == name) {
@@ -189,10 +220,12 @@ fn run<C: MsmCurve>(
                     kernel_ms,
                     ark_ms,
                     breakdown,
+                    stream_ms: stream_wall / STREAM as f64,
+                    stream_share,
                 });
                 let r = rows.last().expect("just pushed");
                 println!(
-                    "{} 2^{} {} c={}{}: {:.2} ms wall, {:.2} ms kernel-busy ({:.0}%), ark {}",
+                    "{} 2^{} {} c={}{}: {:.2} ms wall, {:.2} ms kernel-busy ({:.0}%), {STREAM} in a row {:.2} ms each ({:.0}% busy), ark {}",
                     r.curve,
                     r.log_n,
                     if bits { "bits" } else { "random" },
@@ -201,6 +234,8 @@ fn run<C: MsmCurve>(
                     r.wall_ms,
                     r.kernel_ms,
                     100.0 * r.kernel_ms / r.wall_ms,
+                    r.stream_ms,
+                    100.0 * r.stream_share,
                     r.ark_ms.map_or("-".into(), |a| format!("{a:.1} ms"))
                 );
             }
@@ -273,12 +308,12 @@ fn main() {
         std::process::exit(1);
     }
     println!(
-        "| curve | size | scalars | window | bases | GPU wall ms | kernel-busy ms | kernel share | with host scalars ms | ark-ec ms | ratio |"
+        "| curve | size | scalars | window | bases | GPU wall ms | kernel-busy ms | kernel share | {STREAM} in a row: ms each | kernel share | with host scalars ms | ark-ec ms | ratio |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         println!(
-            "| {} | 2^{} | {} | {} | {} | {:.2} | {:.2} | {:.0}% | {} | {} | {} |",
+            "| {} | 2^{} | {} | {} | {} | {:.2} | {:.2} | {:.0}% | {:.2} | {:.0}% | {} | {} | {} |",
             r.curve,
             r.log_n,
             if r.bits { "bit-heavy" } else { "random" },
@@ -287,6 +322,8 @@ fn main() {
             r.wall_ms,
             r.kernel_ms,
             100.0 * r.kernel_ms / r.wall_ms,
+            r.stream_ms,
+            100.0 * r.stream_share,
             r.with_upload_ms.map_or("-".into(), |u| format!("{u:.1}")),
             r.ark_ms.map_or("-".into(), |a| format!("{a:.0}")),
             r.ark_ms.map_or("-".into(), |a| format!("{:.0}x", a / r.wall_ms)),
@@ -309,7 +346,7 @@ fn main() {
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"host_bases\":{},\"wall_ms\":{},\"kernel_ms\":{},\"ark_ms\":{}}}",
+                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"host_bases\":{},\"wall_ms\":{},\"kernel_ms\":{},\"stream_ms\":{},\"stream_share\":{},\"ark_ms\":{}}}",
                     r.curve,
                     r.log_n,
                     r.bits,
@@ -317,6 +354,8 @@ fn main() {
                     r.host_bases,
                     r.wall_ms,
                     r.kernel_ms,
+                    r.stream_ms,
+                    r.stream_share,
                     r.ark_ms.map_or("null".into(), |a| a.to_string())
                 )
             })

@@ -1,16 +1,17 @@
 //! The CUDA backend: polynomials in device memory, the NTT family and the quotient step on the GPU.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use ark_ec::AffineRepr;
-use cudarc::driver::{CudaSlice, PinnedHostSlice};
+use cudarc::driver::{CudaSlice, CudaView, DevicePtr, PinnedHostSlice};
 use cuzk_field::{from_device_vec, to_device_vec, DeviceFr, DeviceRepr};
-use cuzk_groth16::{Backend, BackendError, Bases, DeviceTimer, MsmScalars, NttKind, PolyBackend};
+use cuzk_groth16::{Backend, BackendError, Bases, Deferred, DeviceTimer, MsmScalars, NttKind, PolyBackend};
 use rayon::prelude::*;
 
+use crate::arena::{self, Arena, ArenaBuffer};
 use crate::msm::{self, MsmBases, MsmConfig, MsmCurve, Points, G1, G2};
 use crate::ntt::{self, NttTables, MAX_LOG_N};
 use crate::{kernels, CudaError, DriverContext, Gpu, GpuFr};
@@ -18,7 +19,7 @@ use crate::{kernels, CudaError, DriverContext, Gpu, GpuFr};
 /// A polynomial resident in device memory.
 #[derive(Debug)]
 pub struct GpuPoly {
-    buf: CudaSlice<GpuFr>,
+    buf: ArenaBuffer,
 }
 
 impl GpuPoly {
@@ -116,11 +117,37 @@ pub struct CudaBackend {
     /// Pinned, write-combined buffers that polynomials are converted into before their upload on the
     /// copy stream, kept between proofs (partitions of one key have one size).
     staging: Mutex<Vec<PinnedHostSlice<GpuFr>>>,
+    /// Partition-sized device buffers (`a`, `b`, `c`, `z`), reused by every proof.
+    arena: Arc<Arena>,
+    /// Staging buffers kept between proofs.
+    staging_keep: AtomicUsize,
     /// Device operations left before an injected failure; `u64::MAX` for none.
     fault: AtomicU64,
 }
 
-/// Staging buffers kept per backend.
+/// Runs `f` on the threads that fill staging buffers, apart from the global pool (which synthesis
+/// keeps busy); on the caller's pool if those threads could not be started (only slower).
+fn on_staging_threads<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, STAGING_THREADS);
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("cuzk-staging-{i}"))
+            .build()
+            .ok()
+    });
+    match pool {
+        Some(p) => p.install(f),
+        None => f(),
+    }
+}
+
+/// Threads filling staging buffers: enough to convert a 2^24-element polynomial in a few
+/// milliseconds, few enough to leave the cores to synthesis.
+const STAGING_THREADS: usize = 4;
+
+/// Staging buffers kept per backend without a reservation.
 const KEPT_STAGING: usize = 6;
 
 impl std::fmt::Debug for CudaBackend {
@@ -141,6 +168,8 @@ impl CudaBackend {
             tables: Mutex::new(HashMap::new()),
             msm: MsmConfig::default(),
             staging: Mutex::new(Vec::new()),
+            arena: Arc::new(Arena::default()),
+            staging_keep: AtomicUsize::new(KEPT_STAGING),
             fault: AtomicU64::new(u64::MAX),
         })
     }
@@ -169,23 +198,48 @@ impl CudaBackend {
         }
     }
 
-    /// An MSM on host scalars or on a range of a device polynomial.
+    /// An MSM on host scalars or on a range of a device polynomial, its kernels queued; the result
+    /// is collected by `finish` on the returned value.
     fn msm_scalars<C: MsmCurve>(
         &self,
         op: &'static str,
         bases: &GpuBases<C>,
         scalars: MsmScalars<'_, GpuPoly>,
-    ) -> Result<ark_ec::short_weierstrass::Projective<C::Config>, BackendError> {
+    ) -> Result<msm::PendingMsm<'_, C>, BackendError> {
         self.step(op).map_err(device(op))?;
         BackendError::expect_len(op, bases.len(), scalars.len())?;
+        let start = |s: &CudaView<'_, GpuFr>| {
+            msm::Probe::with_active(|probe| {
+                msm::msm_start::<C>(&self.gpu, &bases.msm_bases(), s, &self.msm, probe)
+            })
+            .map_err(device(op))
+        };
         match scalars {
-            MsmScalars::Host(s) => self.msm_host(bases, s).map_err(device(op)),
+            MsmScalars::Host(s) => {
+                if s.len() != bases.len {
+                    return Err(BackendError::LengthMismatch { op, expected: bases.len, got: s.len() });
+                }
+                let host: Vec<GpuFr> = to_device_vec::<DeviceFr>(s).into_iter().map(GpuFr).collect();
+                // Freed in stream order once the kernels that read it have run.
+                let dev = self.gpu.upload(self.gpu.compute_stream(), &host).map_err(device(op))?;
+                start(&dev.slice(..))
+            }
             MsmScalars::Poly { poly, offset, len } => {
                 let range = MsmScalars::<GpuPoly>::checked_range(op, offset, len, poly.len())?;
-                msm::msm::<C>(&self.gpu, &bases.msm_bases(), &poly.buf.slice(range), &self.msm)
-                    .map_err(device(op))
+                start(&poly.buf.slice(range))
             }
         }
+    }
+
+    /// [`CudaBackend::msm_scalars`] as a [`Deferred`] result.
+    fn msm_deferred<C: MsmCurve>(
+        &self,
+        op: &'static str,
+        bases: &GpuBases<C>,
+        scalars: MsmScalars<'_, GpuPoly>,
+    ) -> Result<Deferred<'_, ark_ec::short_weierstrass::Projective<C::Config>>, BackendError> {
+        let pending = self.msm_scalars(op, bases, scalars)?;
+        Ok(Deferred::Pending(Box::new(move || pending.finish().map_err(device(op)))))
     }
 
     /// Uploads several polynomials of `size` elements: each is converted into a pinned staging buffer
@@ -215,24 +269,88 @@ impl CudaBackend {
             // Waits for this buffer's previous upload, if it is still in flight.
             let host = buf.as_mut_slice().during("writing a staging buffer")?;
             let (front, tail) = host.split_at_mut(v.len());
-            front.par_chunks_mut(1 << 14).zip(v.par_chunks(1 << 14)).for_each(|(dst, src)| {
-                for (d, s) in dst.iter_mut().zip(src) {
-                    *d = GpuFr(DeviceFr::from_ark(s));
-                }
+            // On the backend's own threads: the global pool may be busy synthesizing the next
+            // partitions, and the GPU waits for this upload.
+            on_staging_threads(|| {
+                front.par_chunks_mut(1 << 14).zip(v.par_chunks(1 << 14)).for_each(|(dst, src)| {
+                    for (d, s) in dst.iter_mut().zip(src) {
+                        *d = GpuFr(DeviceFr::from_ark(s));
+                    }
+                });
+                tail.par_chunks_mut(1 << 14).for_each(|t| t.fill(GpuFr::default()));
             });
-            tail.par_chunks_mut(1 << 14).for_each(|t| t.fill(GpuFr::default()));
             // The copy below fills all `size` elements (the staging buffer is exactly that long).
-            let mut buf_dev = self.gpu.uninit::<GpuFr>(copy, size)?;
-            copy.memcpy_htod(&*buf, &mut buf_dev).during("uploading a polynomial")?;
+            let mut buf_dev = self.arena.take(&self.gpu, copy, size)?;
+            copy.memcpy_htod(&*buf, &mut *buf_dev).during("uploading a polynomial")?;
             polys.push(GpuPoly { buf: buf_dev });
         }
         let mut pool = self.staging.lock().unwrap_or_else(|p| p.into_inner());
         for buf in staged {
-            if pool.len() < KEPT_STAGING {
+            if pool.len() < self.staging_keep.load(Ordering::SeqCst) {
                 pool.push(buf);
             }
         }
         Ok(polys)
+    }
+
+    /// Reserves device buffers for up to `want` partitions of `domain` rows and `variables` variables
+    /// (`a`, `b`, `c` and `z` each: one slot), as many as fit in the device's free memory with a
+    /// reserve kept for the MSMs' own buffers, plus one partition's pinned staging buffers to upload
+    /// from. Returns the slots reserved, at least one: fails with [`CudaError::OutOfMemory`] when not
+    /// even one fits. Slots reserved earlier for the same sizes count again, so calling this once per
+    /// run costs nothing after the first.
+    pub fn reserve_partition_slots(
+        &self,
+        domain: usize,
+        variables: usize,
+        want: usize,
+    ) -> Result<usize, CudaError> {
+        let (free, _) = self.gpu.memory()?;
+        let held = self.arena.slots_held(domain, variables);
+        let fit = arena::slots_that_fit(free, MSM_RESERVE, domain, variables).saturating_add(held);
+        if fit == 0 {
+            return Err(CudaError::OutOfMemory {
+                what: "one partition's a, b, c and z",
+                need: arena::slot_bytes(domain, variables),
+                free: free.saturating_sub(MSM_RESERVE),
+            });
+        }
+        let slots = want.max(1).min(fit);
+        let stream = self.gpu.copy_stream();
+        if domain == variables {
+            self.arena.reserve(&self.gpu, stream, domain, 4 * slots)?;
+        } else {
+            self.arena.reserve(&self.gpu, stream, domain, 3 * slots)?;
+            self.arena.reserve(&self.gpu, stream, variables, slots)?;
+        }
+        self.reserve_staging(&[(domain, 3), (variables, 1)])?;
+        Ok(slots)
+    }
+
+    /// Makes sure the staging pool holds `count` pinned buffers of each `len`, and keeps them.
+    fn reserve_staging(&self, wanted: &[(usize, usize)]) -> Result<(), CudaError> {
+        let mut need: HashMap<usize, usize> = HashMap::new();
+        for &(len, count) in wanted {
+            *need.entry(len).or_default() += count;
+        }
+        let total: usize = need.values().sum();
+        self.staging_keep.fetch_max(total, Ordering::SeqCst);
+        for (len, count) in need {
+            let have = {
+                let pool = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+                pool.iter().filter(|b| b.len() == len).count()
+            };
+            for _ in have..count {
+                let buf = self.gpu.pinned::<GpuFr>(len, false)?;
+                self.staging.lock().unwrap_or_else(|p| p.into_inner()).push(buf);
+            }
+        }
+        Ok(())
+    }
+
+    /// The arena of partition-sized device buffers.
+    pub fn arena(&self) -> &Arena {
+        &self.arena
     }
 
     /// Loads every kernel module now (the MSM module otherwise loads on first use), so a backend that
@@ -348,7 +466,7 @@ impl CudaBackend {
         let mut buf = self.gpu.zeros::<GpuFr>(stream, size)?;
         let host: Vec<GpuFr> = to_device_vec::<DeviceFr>(values).into_iter().map(GpuFr).collect();
         self.gpu.upload_into(stream, &host, &mut buf)?;
-        Ok(GpuPoly { buf })
+        Ok(GpuPoly { buf: ArenaBuffer::loose(buf) })
     }
 
     /// Copies a device polynomial back, checking every element is reduced.
@@ -375,11 +493,21 @@ impl CudaBackend {
 struct StageTimer {
     timer: crate::Timer,
     stream: Arc<cudarc::driver::CudaStream>,
+    /// Whether this timer's stretch times its kernels (the thread's active probe).
+    probes: bool,
+    probe: Option<msm::Probe>,
 }
 
 impl DeviceTimer for StageTimer {
     fn stop(&mut self) -> Result<(), BackendError> {
+        if self.probes {
+            self.probe = msm::Probe::deactivate();
+        }
         self.timer.stop(&self.stream).map_err(device("device_timer"))
+    }
+
+    fn steps(&self) -> Result<Vec<(&'static str, std::time::Duration)>, BackendError> {
+        self.probe.as_ref().map_or(Ok(Vec::new()), |p| p.steps().map_err(device("device_timer")))
     }
 
     fn elapsed(&self) -> Result<std::time::Duration, BackendError> {
@@ -399,7 +527,29 @@ impl PolyBackend for CudaBackend {
         let stream = self.gpu.compute_stream().clone();
         let timer = self.gpu.timer().map_err(device("device_timer"))?;
         timer.start(&stream).map_err(device("device_timer"))?;
-        Ok(Some(Box::new(StageTimer { timer, stream })))
+        // The MSMs and NTTs this thread issues until `stop` time their kernels too.
+        msm::Probe::activate();
+        Ok(Some(Box::new(StageTimer { timer, stream, probes: true, probe: None })))
+    }
+
+    fn upload_timer(&self) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
+        let stream = self.gpu.copy_stream().clone();
+        let timer = self.gpu.timer().map_err(device("upload_timer"))?;
+        timer.start(&stream).map_err(device("upload_timer"))?;
+        Ok(Some(Box::new(StageTimer { timer, stream, probes: false, probe: None })))
+    }
+
+    fn await_uploads(&self, polys: &[&GpuPoly]) -> Result<(), BackendError> {
+        let stream = self.gpu.compute_stream();
+        for p in polys {
+            // Taking the pointer for the compute stream makes that stream wait for the buffer's last
+            // write (its upload on the copy stream); nothing is launched.
+            let (_, _read) = p.buf.device_ptr(stream);
+        }
+        self.gpu
+            .context()
+            .check_err()
+            .map_err(|e| device("await_uploads")(CudaError::Driver { op: "waiting for uploads", source: e }))
     }
 
     fn poly_from_host(&self, values: &[Fr], size: usize) -> Result<GpuPoly, BackendError> {
@@ -525,7 +675,7 @@ impl Backend for CudaBackend {
         bases: &GpuBases<G1>,
         scalars: MsmScalars<'_, GpuPoly>,
     ) -> Result<G1Projective, BackendError> {
-        self.msm_scalars("msm_g1", bases, scalars)
+        self.msm_scalars("msm_g1", bases, scalars)?.finish().map_err(device("msm_g1"))
     }
 
     fn msm_g2(
@@ -533,6 +683,22 @@ impl Backend for CudaBackend {
         bases: &GpuBases<G2>,
         scalars: MsmScalars<'_, GpuPoly>,
     ) -> Result<G2Projective, BackendError> {
-        self.msm_scalars("msm_g2", bases, scalars)
+        self.msm_scalars("msm_g2", bases, scalars)?.finish().map_err(device("msm_g2"))
+    }
+
+    fn msm_g1_deferred(
+        &self,
+        bases: &GpuBases<G1>,
+        scalars: MsmScalars<'_, GpuPoly>,
+    ) -> Result<Deferred<'_, G1Projective>, BackendError> {
+        self.msm_deferred("msm_g1", bases, scalars)
+    }
+
+    fn msm_g2_deferred(
+        &self,
+        bases: &GpuBases<G2>,
+        scalars: MsmScalars<'_, GpuPoly>,
+    ) -> Result<Deferred<'_, G2Projective>, BackendError> {
+        self.msm_deferred("msm_g2", bases, scalars)
     }
 }

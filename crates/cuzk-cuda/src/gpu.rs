@@ -101,8 +101,9 @@ pub struct Gpu {
     results: Mutex<Vec<PinnedHostSlice<u8>>>,
 }
 
-/// Pinned result buffers kept per device.
-const KEPT_RESULT_BUFFERS: usize = 8;
+/// Pinned result buffers kept per device: two per MSM for the five MSMs of a proof in flight at
+/// once, and some to spare.
+const KEPT_RESULT_BUFFERS: usize = 16;
 
 /// A pinned buffer lent by [`Gpu::result_buffer`]; it goes back to the device's pool when dropped.
 pub(crate) struct ResultBuffer<'g> {

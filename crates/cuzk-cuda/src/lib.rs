@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod arena;
 mod backend;
 mod gpu;
 pub mod kernels;
@@ -63,6 +64,19 @@ pub enum CudaError {
     /// Data that came back from the device is not valid (unreduced limbs, a point off its curve).
     #[error("invalid data from the device: {0}")]
     Layout(#[from] cuzk_field::LayoutError),
+    /// Device memory too small for what was asked.
+    #[error(
+        "{what} needs {need} bytes of device memory and {free} are free (after the key's bases and a \
+         reserve for the MSMs): use a smaller partition size or a larger device"
+    )]
+    OutOfMemory {
+        /// What was being placed.
+        what: &'static str,
+        /// Bytes needed.
+        need: usize,
+        /// Bytes free for it.
+        free: usize,
+    },
     /// A failure injected by [`CudaBackend::inject_fault_after`] (for testing error paths).
     #[error("injected CUDA failure in {op}")]
     Injected {

@@ -18,11 +18,12 @@ use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::AdditiveGroup;
 use ark_ff::{Field, Zero};
 use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig, PinnedHostSlice,
-    PushKernelArg, ValidAsZeroBits,
+    CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DeviceRepr, LaunchConfig,
+    PinnedHostSlice, PushKernelArg, ValidAsZeroBits,
 };
 use cuzk_field::{DeviceFq, DeviceFq2, DeviceG1Affine, DeviceG2Affine, DeviceRepr as Layout, LayoutError};
 
+use crate::gpu::ResultBuffer;
 use crate::{CudaError, DriverContext, Gpu, GpuFr};
 
 /// A G1 affine point as the kernels see it (identity = all-zero coordinates).
@@ -210,14 +211,19 @@ impl Probe {
         Ok(ev)
     }
 
-    fn before(&mut self, gpu: &Gpu, stream: &Arc<CudaStream>) -> Result<(), CudaError> {
+    pub(crate) fn before(&mut self, gpu: &Gpu, stream: &Arc<CudaStream>) -> Result<(), CudaError> {
         if self.enabled {
             self.open = Some(Self::event(gpu, stream)?);
         }
         Ok(())
     }
 
-    fn after(&mut self, gpu: &Gpu, stream: &Arc<CudaStream>, name: &'static str) -> Result<(), CudaError> {
+    pub(crate) fn after(
+        &mut self,
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        name: &'static str,
+    ) -> Result<(), CudaError> {
         if let Some(start) = self.open.take() {
             self.marks.push((name, start, Self::event(gpu, stream)?));
         }
@@ -261,6 +267,64 @@ impl Probe {
     pub fn busy_ms(&self) -> Result<f32, CudaError> {
         let spans: Vec<(f32, f32)> = self.kernel_spans()?.into_iter().map(|(_, a, b)| (a, b)).collect();
         Ok(union_length(spans))
+    }
+}
+
+thread_local! {
+    /// The probe of the device timer running on this thread, if any (see [`Probe::activate`]).
+    static ACTIVE: std::cell::RefCell<Option<Probe>> = const { std::cell::RefCell::new(None) };
+}
+
+impl Probe {
+    /// Makes a new enabled probe the one that this thread's MSMs and NTTs record into, until
+    /// [`Probe::deactivate`].
+    pub(crate) fn activate() {
+        ACTIVE.with(|a| *a.borrow_mut() = Some(Probe::enabled()));
+    }
+
+    /// Takes this thread's active probe.
+    pub(crate) fn deactivate() -> Option<Probe> {
+        ACTIVE.with(|a| a.borrow_mut().take())
+    }
+
+    /// Runs `f` with this thread's active probe, or with a disabled one when none is active.
+    pub(crate) fn with_active<R>(f: impl FnOnce(&mut Probe) -> R) -> R {
+        let mut probe = ACTIVE.with(|a| a.borrow_mut().take()).unwrap_or_default();
+        let result = f(&mut probe);
+        if probe.enabled {
+            ACTIVE.with(|a| *a.borrow_mut() = Some(probe));
+        }
+        result
+    }
+
+    /// Device time per kind of work, the kernels grouped into steps, in order of first launch
+    /// (waits for the events).
+    pub fn steps(&self) -> Result<Vec<(&'static str, std::time::Duration)>, CudaError> {
+        let mut steps: Vec<(&'static str, f64)> = Vec::new();
+        for (name, ms) in self.kernel_times()? {
+            let step = step_of(name);
+            match steps.iter_mut().find(|(s, _)| *s == step) {
+                Some((_, total)) => *total += f64::from(ms),
+                None => steps.push((step, f64::from(ms))),
+            }
+        }
+        Ok(steps
+            .into_iter()
+            .map(|(s, ms)| (s, std::time::Duration::from_secs_f64(ms.max(0.0) / 1e3)))
+            .collect())
+    }
+}
+
+/// The step a kernel belongs to, for [`Probe::steps`].
+fn step_of(kernel: &'static str) -> &'static str {
+    match kernel {
+        "msm_count" | "scan_blocks" | "scan_add" | "msm_scatter" => "sort",
+        "sum_affine" | "sum_xyzz" | "msm_flat_counts" | "msm_chunk_counts" => "bucket sums",
+        "sum_ones" => "ones (batch addition)",
+        "window_segments" | "reduce" => "reductions",
+        "ntt_pass" => "ntt passes",
+        "scale" => "coset scaling",
+        other => other,
     }
 }
 
@@ -654,6 +718,13 @@ fn reduce<C: MsmCurve>(
     // The ones: a batch addition of the points listed in the bucket after the windows'.
     let ones = plan.ones_threads;
     let mut partials = gpu.uninit::<C::Xyzz>(stream, ones as usize)?;
+    {
+        // The stream waits for the sort (on the side stream) here, before the probe's start event,
+        // so the first kernel's span is its own and not the sort's too.
+        let _entries = sorted.entries.device_ptr(stream);
+        let _count = sorted.seg.count.device_ptr(stream);
+        let _off = sorted.seg.off.device_ptr(stream);
+    }
     probe.before(gpu, stream)?;
     // SAFETY: matches `G_sum_ones(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,
     // const uint32_t* off, uint32_t key, Xyzz<F>* out)`; bucket `buckets` (the ones) exists in count and
@@ -793,7 +864,7 @@ pub fn msm<C: MsmCurve>(
     scalars: &CudaView<'_, GpuFr>,
     config: &MsmConfig,
 ) -> Result<Projective<C::Config>, CudaError> {
-    msm_probed::<C>(gpu, bases, scalars, config, &mut Probe::default())
+    Probe::with_active(|probe| msm_probed::<C>(gpu, bases, scalars, config, probe))
 }
 
 /// [`msm`], timing each kernel into `probe` when it is enabled.
@@ -805,6 +876,53 @@ pub fn msm_probed<C: MsmCurve>(
     probe: &mut Probe,
 ) -> Result<Projective<C::Config>, CudaError> {
     probe.host_mark("start");
+    let pending = msm_start::<C>(gpu, bases, scalars, config, probe)?;
+    probe.host_mark("queued");
+    pending.finish_probed(probe)
+}
+
+/// An MSM whose kernels are all queued: [`PendingMsm::finish`] waits for the last batch's window sums
+/// and combines them with the earlier batches'. Meanwhile the host may queue other work.
+pub struct PendingMsm<'g, C: MsmCurve> {
+    /// The result buffers, and which holds the last batch's sums (none for an empty MSM).
+    last: Option<([ResultBuffer<'g>; 2], usize, Plan)>,
+    /// The earlier batches' combined sums.
+    total: Projective<C::Config>,
+}
+
+impl<C: MsmCurve> PendingMsm<'_, C> {
+    /// The MSM's value (waits for its last copy).
+    pub fn finish(self) -> Result<Projective<C::Config>, CudaError> {
+        self.finish_probed(&mut Probe::default())
+    }
+
+    fn finish_probed(self, probe: &mut Probe) -> Result<Projective<C::Config>, CudaError> {
+        let mut total = self.total;
+        if let Some((host, last, plan)) = &self.last {
+            host[*last].get().as_slice().during("waiting for window sums")?;
+            probe.host_mark("copied");
+            total += combine::<C>(host[*last].get(), plan)?;
+        }
+        probe.host_mark("combined");
+        Ok(total)
+    }
+}
+
+impl<C: MsmCurve> std::fmt::Debug for PendingMsm<'_, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingMsm").field("pending", &self.last.is_some()).finish()
+    }
+}
+
+/// Queues the kernels of `Σ scalars[i]·bases[i]` (see [`msm`]); the host combines every batch but the
+/// last while later batches run, and the last in [`PendingMsm::finish`].
+pub fn msm_start<'g, C: MsmCurve>(
+    gpu: &'g Gpu,
+    bases: &MsmBases<'_, C>,
+    scalars: &CudaView<'_, GpuFr>,
+    config: &MsmConfig,
+    probe: &mut Probe,
+) -> Result<PendingMsm<'g, C>, CudaError> {
     let n = bases.len();
     if scalars.len() != bases.scalars() {
         return Err(CudaError::Length { op: "msm", expected: bases.scalars(), got: scalars.len() });
@@ -815,7 +933,7 @@ pub fn msm_probed<C: MsmCurve>(
         }
     }
     if n == 0 {
-        return Ok(Projective::zero());
+        return Ok(PendingMsm { last: None, total: Projective::zero() });
     }
     if config.batch == 0 {
         return Err(CudaError::Size { op: "msm", size: 0, reason: "batch size must be positive" });
@@ -883,14 +1001,7 @@ pub fn msm_probed<C: MsmCurve>(
             sorted = s;
         }
     }
-    probe.host_mark("queued");
-    if let Some(last) = pending {
-        host[last].get().as_slice().during("waiting for window sums")?;
-        probe.host_mark("copied");
-        total += combine::<C>(host[last].get(), &plan)?;
-    }
-    probe.host_mark("combined");
-    Ok(total)
+    Ok(PendingMsm { last: pending.map(|last| (host, last, plan)), total })
 }
 
 /// Σ_w 2^(c·w)·W_w plus the ones bucket, from a batch's window sums (waits for their copy).

@@ -17,6 +17,7 @@ use cuzk_field::{DeviceFr, DeviceRepr};
 use cuzk_groth16::NttKind;
 
 use crate::kernels::{self, Decimation, PowerTable, ScaleAt, MAX_PASS_STAGES};
+use crate::msm::Probe;
 use crate::{CudaError, Gpu, GpuFr};
 
 /// Largest supported NTT: 2^28 elements (8 GiB of Fr), within the 32-bit indexing of the kernels.
@@ -148,13 +149,16 @@ fn stages(
     x: &mut CudaSlice<GpuFr>,
     tw: &CudaSlice<GpuFr>,
     decimation: Decimation,
+    probe: &mut Probe,
 ) -> Result<(), CudaError> {
     let mut p = passes(log_n);
     if decimation == Decimation::Frequency {
         p.reverse();
     }
     for (s0, k) in p {
+        probe.before(gpu, stream)?;
         kernels::ntt_pass(gpu, stream, x, tw, log_n, s0, k, decimation)?;
+        probe.after(gpu, stream, "ntt_pass")?;
     }
     Ok(())
 }
@@ -173,19 +177,23 @@ pub fn ntt(
         // A single element: every transform in ark-poly's conventions is the identity.
         return Ok(());
     }
-    match kind {
+    Probe::with_active(|probe| match kind {
         NttKind::Forward | NttKind::CosetForward => {
             let pre =
                 (kind == NttKind::CosetForward).then_some(ScaleAt::Source(tables.one, Some(&tables.coset)));
+            probe.before(gpu, stream)?;
             kernels::bit_reverse(gpu, stream, x, log_n, pre)?;
-            stages(gpu, stream, log_n, x, &tables.forward, Decimation::Time)
+            probe.after(gpu, stream, "bit reversal")?;
+            stages(gpu, stream, log_n, x, &tables.forward, Decimation::Time, probe)
         }
         NttKind::Inverse | NttKind::CosetInverse => {
-            stages(gpu, stream, log_n, x, &tables.inverse, Decimation::Frequency)?;
+            stages(gpu, stream, log_n, x, &tables.inverse, Decimation::Frequency, probe)?;
             let powers = (kind == NttKind::CosetInverse).then_some(&tables.coset_inverse);
-            kernels::bit_reverse(gpu, stream, x, log_n, Some(ScaleAt::Destination(tables.n_inv, powers)))
+            probe.before(gpu, stream)?;
+            kernels::bit_reverse(gpu, stream, x, log_n, Some(ScaleAt::Destination(tables.n_inv, powers)))?;
+            probe.after(gpu, stream, "bit reversal")
         }
-    }
+    })
 }
 
 /// The witness map's transforms on the GPU: `a`, `b`, `c` hold the evaluations of A·z, B·z, C·z on the
@@ -209,20 +217,28 @@ pub fn witness_map(
         check_len("witness_map", tables, x)?;
     }
     let log_n = tables.log_n;
-    for x in [&mut *a, &mut *b, &mut *c] {
-        stages(gpu, stream, log_n, x, &tables.inverse, Decimation::Frequency)?;
-        kernels::scale(gpu, stream, x, tables.n_inv, Some(&tables.coset), true)?;
-        stages(gpu, stream, log_n, x, &tables.forward, Decimation::Time)?;
-    }
-    kernels::quotient(gpu, stream, a, b, c, z_inv)?;
-    stages(gpu, stream, log_n, a, &tables.inverse, Decimation::Frequency)?;
-    kernels::bit_reverse(
-        gpu,
-        stream,
-        a,
-        log_n,
-        Some(ScaleAt::Destination(tables.n_inv, Some(&tables.coset_inverse))),
-    )
+    Probe::with_active(|probe| {
+        for x in [&mut *a, &mut *b, &mut *c] {
+            stages(gpu, stream, log_n, x, &tables.inverse, Decimation::Frequency, probe)?;
+            probe.before(gpu, stream)?;
+            kernels::scale(gpu, stream, x, tables.n_inv, Some(&tables.coset), true)?;
+            probe.after(gpu, stream, "scale")?;
+            stages(gpu, stream, log_n, x, &tables.forward, Decimation::Time, probe)?;
+        }
+        probe.before(gpu, stream)?;
+        kernels::quotient(gpu, stream, a, b, c, z_inv)?;
+        probe.after(gpu, stream, "quotient")?;
+        stages(gpu, stream, log_n, a, &tables.inverse, Decimation::Frequency, probe)?;
+        probe.before(gpu, stream)?;
+        kernels::bit_reverse(
+            gpu,
+            stream,
+            a,
+            log_n,
+            Some(ScaleAt::Destination(tables.n_inv, Some(&tables.coset_inverse))),
+        )?;
+        probe.after(gpu, stream, "bit reversal")
+    })
 }
 
 #[cfg(test)]

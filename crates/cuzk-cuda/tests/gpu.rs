@@ -558,3 +558,50 @@ fn an_injected_cuda_failure_fails_that_proof_and_the_next_one_is_right() {
     }
     gpu.inject_fault_after(None);
 }
+
+#[test]
+fn reserved_slots_serve_every_proof_and_oversized_partitions_are_refused() {
+    use cuzk_groth16::{prove_staged, stage};
+    let gpu = backend();
+    let mut rng = seeded_rng("groth16_arena");
+    let circuit = Synthetic::with_log_rows(12, rng.gen()).with_bit_share(400);
+    let pk = keygen(circuit, &mut rng);
+    let gpu_key = PreparedKey::new(&gpu, pk.clone()).unwrap();
+    let cpu_key = PreparedKey::new(&CpuBackend, pk).unwrap();
+    let slots = gpu.reserve_partition_slots(gpu_key.domain_size(), gpu_key.variables(), 2).unwrap();
+    assert_eq!(slots, 2);
+    // Reserving again for the same sizes allocates nothing more.
+    let owned = gpu.arena().owned();
+    assert_eq!(gpu.reserve_partition_slots(gpu_key.domain_size(), gpu_key.variables(), 2).unwrap(), 2);
+    assert_eq!(gpu.arena().owned(), owned);
+    let misses = gpu.arena().misses();
+    let syns: Vec<_> = (0..2)
+        .map(|_| {
+            synthesize(
+                Synthetic::with_log_rows(12, rng.gen()).with_bit_share(400),
+                &SynthesisOptions::default(),
+            )
+            .unwrap()
+        })
+        .collect();
+    let options = ProveOptions::default();
+    for round in 0..3 {
+        // Two partitions staged at once (both slots), then proved, as a pipeline with two workers does.
+        let staged: Vec<_> = syns.iter().map(|syn| stage(&gpu, &gpu_key, syn).unwrap()).collect();
+        for (syn, st) in syns.iter().zip(staged) {
+            let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+            let (on_gpu, _) = prove_staged(&gpu, &gpu_key, syn, st, r, s, &options).unwrap();
+            let (on_cpu, _) = prove(&CpuBackend, &cpu_key, syn, r, s, &options).unwrap();
+            assert_eq!(on_gpu, on_cpu, "round {round}");
+        }
+    }
+    assert_eq!(
+        gpu.arena().misses(),
+        misses,
+        "a proof allocated partition buffers outside the reserved slots"
+    );
+    // A partition larger than the device: a clear error, nothing allocated.
+    let err = gpu.reserve_partition_slots(1 << 40, 1 << 40, 1).expect_err("2^40 rows cannot fit");
+    assert!(err.to_string().contains("needs") && err.to_string().contains("device memory"), "{err}");
+    assert_eq!(gpu.arena().owned(), owned);
+}

@@ -123,6 +123,12 @@ pub trait DeviceTimer: Send {
     fn stop(&mut self) -> Result<(), BackendError>;
     /// The stretch's device time (waits until the device has reached the end mark).
     fn elapsed(&self) -> Result<std::time::Duration, BackendError>;
+    /// Device time of the kinds of work inside the stretch (NTT passes, sorting, bucket sums, ...),
+    /// summed per kind, for backends that time them (waits like [`DeviceTimer::elapsed`]). Work on
+    /// different streams may overlap, so the sum can exceed the stretch.
+    fn steps(&self) -> Result<Vec<(&'static str, std::time::Duration)>, BackendError> {
+        Ok(Vec::new())
+    }
 }
 
 /// The polynomial half of a prover backend: the witness map's NTT family and quotient step on
@@ -143,6 +149,20 @@ pub trait PolyBackend: Send + Sync {
     /// Starts timing the device's work from now on, for backends that can (`None`: the backend's calls
     /// finish before they return, so the host's clock measures them).
     fn device_timer(&self) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
+        Ok(None)
+    }
+
+    /// Makes the backend's later work wait until these polynomials' uploads have landed, without
+    /// blocking the host, so a device timer started next measures the kernels and not the copies (in
+    /// a pipeline the copies overlap the previous partition's kernels).
+    fn await_uploads(&self, polys: &[&Self::Poly]) -> Result<(), BackendError> {
+        let _ = polys;
+        Ok(())
+    }
+
+    /// Starts timing the uploads issued from now on, on the device's clock, for backends that can
+    /// (see [`PolyBackend::device_timer`]).
+    fn upload_timer(&self) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
         Ok(None)
     }
 
@@ -225,6 +245,55 @@ pub trait Backend: PolyBackend {
         bases: &Self::G2Bases,
         scalars: MsmScalars<'_, Self::Poly>,
     ) -> Result<G2Projective, BackendError>;
+
+    /// [`Backend::msm_g1`] in two halves: the work is issued now and its result collected by
+    /// [`Deferred::finish`], so a device backend queues the next MSMs' kernels before the host waits
+    /// for this one. The scalars and bases need not outlive the call. By default it computes the
+    /// result at once.
+    fn msm_g1_deferred(
+        &self,
+        bases: &Self::G1Bases,
+        scalars: MsmScalars<'_, Self::Poly>,
+    ) -> Result<Deferred<'_, G1Projective>, BackendError> {
+        self.msm_g1(bases, scalars).map(Deferred::Ready)
+    }
+
+    /// [`Backend::msm_g2`] in two halves, as [`Backend::msm_g1_deferred`].
+    fn msm_g2_deferred(
+        &self,
+        bases: &Self::G2Bases,
+        scalars: MsmScalars<'_, Self::Poly>,
+    ) -> Result<Deferred<'_, G2Projective>, BackendError> {
+        self.msm_g2(bases, scalars).map(Deferred::Ready)
+    }
+}
+
+/// A result that is ready, or that [`Deferred::finish`] waits for (an MSM whose device work was
+/// issued).
+pub enum Deferred<'a, T> {
+    /// Computed.
+    Ready(T),
+    /// Still to be collected.
+    Pending(Box<dyn FnOnce() -> Result<T, BackendError> + Send + 'a>),
+}
+
+impl<T> Deferred<'_, T> {
+    /// The result, waiting for it if needed.
+    pub fn finish(self) -> Result<T, BackendError> {
+        match self {
+            Deferred::Ready(v) => Ok(v),
+            Deferred::Pending(f) => f(),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Deferred<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Deferred::Ready(_) => "Deferred::Ready",
+            Deferred::Pending(_) => "Deferred::Pending",
+        })
+    }
 }
 
 impl BackendError {

@@ -72,6 +72,11 @@ impl<B: Backend> PreparedKey<B> {
         &self.pvk
     }
 
+    /// Variables (instance and witness) of the circuits the key was made for: the length of `z`.
+    pub fn variables(&self) -> usize {
+        self.a.len()
+    }
+
     /// The NTT domain size the key was made for.
     pub fn domain_size(&self) -> usize {
         self.h.len() + 1

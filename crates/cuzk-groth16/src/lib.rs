@@ -7,7 +7,7 @@ mod cpu_msm;
 mod key;
 mod prover;
 
-pub use backend::{Backend, BackendError, Bases, DeviceTimer, MsmScalars, NttKind, PolyBackend};
+pub use backend::{Backend, BackendError, Bases, Deferred, DeviceTimer, MsmScalars, NttKind, PolyBackend};
 pub use cpu::{CpuBackend, CpuPoly};
 pub use key::PreparedKey;
 pub use prover::{

@@ -8,7 +8,7 @@ use ark_ff::{FftField, Field, Zero};
 use ark_groth16::{Groth16, Proof};
 use cuzk_synth::Synthesized;
 
-use crate::{Backend, BackendError, DeviceTimer, MsmScalars, PolyBackend, PreparedKey, ProveError};
+use crate::{Backend, BackendError, Deferred, DeviceTimer, MsmScalars, PolyBackend, PreparedKey, ProveError};
 
 /// How to prove.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +25,7 @@ impl Default for ProveOptions {
 
 /// Wall-clock time of each prover stage. MSMs may overlap when the backend runs them concurrently, so
 /// the stages can add up to more than `total`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StageTimes {
     /// Moving `a`, `b`, `c` and (on backends that keep scalars) `z` into backend memory ([`stage`]).
     pub upload: Duration,
@@ -54,9 +54,9 @@ pub struct StageTimes {
 }
 
 /// Device time of each GPU stage of one proof, from events around the stage's work.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeviceStageTimes {
-    /// Uploads of `a`, `b`, `c`, the seven NTTs and the quotient step.
+    /// The seven NTTs and the quotient step (from when `a`, `b` and `c` have landed on the device).
     pub witness_map: Duration,
     /// MSM of `a_query`.
     pub msm_a: Duration,
@@ -68,6 +68,12 @@ pub struct DeviceStageTimes {
     pub msm_l: Duration,
     /// MSM of `h_query`.
     pub msm_h: Duration,
+    /// Copying `a`, `b`, `c` and `z` to the device (on the copy engine; in a pipeline it overlaps
+    /// the previous partition's kernels). Zero when the backend does not time uploads.
+    pub upload: Duration,
+    /// The kinds of work inside the stages above, as `(stage, step, device time)`: for example
+    /// `("witness_map", "ntt passes", ..)` or `("msm_h", "bucket sums", ..)`.
+    pub steps: Vec<(&'static str, &'static str, Duration)>,
 }
 
 impl DeviceStageTimes {
@@ -104,6 +110,14 @@ fn device_timed<B: PolyBackend, T>(
         t.stop()?;
     }
     Ok((v, host, timer))
+}
+
+/// Collects a deferred MSM issued by [`device_timed`], adding the wait to its host time.
+fn finish<T>(
+    (issued, host, timer): (Result<Deferred<'_, T>, BackendError>, Duration, Timer),
+) -> Result<(Result<T, BackendError>, Duration, Timer), BackendError> {
+    let (value, wait) = timed(|| issued.and_then(Deferred::finish));
+    Ok((value, host + wait, timer))
 }
 
 fn device_elapsed(timer: &Timer) -> Result<Duration, BackendError> {
@@ -186,6 +200,8 @@ pub struct Staged<B: PolyBackend> {
     z: Option<B::Poly>,
     n: usize,
     upload: Duration,
+    /// The uploads on the device's clock, when the backend times them.
+    upload_timer: Timer,
 }
 
 impl<B: PolyBackend> std::fmt::Debug for Staged<B> {
@@ -205,10 +221,14 @@ pub fn stage<B: Backend>(
     key.check_fits(&syn.counts())?;
     let start = Instant::now();
     let n = syn.counts().domain_size();
+    let mut upload_timer = backend.upload_timer()?;
     let abc = polys_abc(backend, &syn.a, &syn.b, &syn.c, n)?;
     // z once in backend memory when the backend wants it there (A, B and L all read it).
     let z = backend.scalars_from_host(&syn.assignment)?;
-    Ok(Staged { abc, z, n, upload: start.elapsed() })
+    if let Some(t) = upload_timer.as_mut() {
+        t.stop()?;
+    }
+    Ok(Staged { abc, z, n, upload: start.elapsed(), upload_timer })
 }
 
 /// Proves one synthesized partition with blinding scalars `r` and `s`: [`stage`], then
@@ -253,7 +273,10 @@ pub fn prove_staged<B: Backend>(
         }));
     }
 
-    let Staged { abc: [a, b, c], z: z_copy, n, .. } = staged;
+    let Staged { abc: [a, b, c], z: z_copy, n, upload_timer, .. } = staged;
+    let landed: Vec<&B::Poly> = [&a, &b, &c].into_iter().chain(z_copy.as_ref()).collect();
+    backend.await_uploads(&landed)?;
+    drop(landed);
     let (h, t, wm_timer) = device_timed(backend, || witness_map_polys(backend, a, b, c, n))?;
     let h = h?;
     times.witness_map = t;
@@ -269,7 +292,9 @@ pub fn prove_staged<B: Backend>(
         ),
         None => (MsmScalars::Host(z), MsmScalars::Host(witness)),
     };
-    let msm = |bases, scalars| device_timed(backend, || backend.msm_g1(bases, scalars));
+    // Each MSM is issued (timed on the device) and finished afterwards, so a device backend queues
+    // the next MSMs' kernels before the host combines the previous ones' window sums.
+    let msm = |bases, scalars| device_timed(backend, || backend.msm_g1_deferred(bases, scalars));
     let ((h_acc, l_acc), (a_acc, (b1_acc, b2_acc))) = join(
         par,
         || {
@@ -289,23 +314,38 @@ pub fn prove_staged<B: Backend>(
                         || {
                             // B in G1 only enters C through r·B1.
                             if r.is_zero() {
-                                Ok((Ok(G1Projective::zero()), Duration::ZERO, None))
+                                Ok((Ok(Deferred::Ready(G1Projective::zero())), Duration::ZERO, None))
                             } else {
                                 msm(&key.b_g1, z_scalars)
                             }
                         },
-                        || device_timed(backend, || backend.msm_g2(&key.b_g2, z_scalars)),
+                        || device_timed(backend, || backend.msm_g2_deferred(&key.b_g2, z_scalars)),
                     )
                 },
             )
         },
     );
+    let (h_acc, l_acc, a_acc, b1_acc, b2_acc) =
+        (finish(h_acc?)?, finish(l_acc?)?, finish(a_acc?)?, finish(b1_acc?)?, finish(b2_acc?)?);
     drop(h);
     drop(z_copy);
-    let (h_acc, l_acc, a_acc, b1_acc, b2_acc) = (h_acc?, l_acc?, a_acc?, b1_acc?, b2_acc?);
     (times.msm_h, times.msm_l, times.msm_a, times.msm_b_g1, times.msm_b_g2) =
         (h_acc.1, l_acc.1, a_acc.1, b1_acc.1, b2_acc.1);
     if wm_timer.is_some() {
+        let stages = [
+            ("witness_map", &wm_timer),
+            ("msm_a", &a_acc.2),
+            ("msm_b_g1", &b1_acc.2),
+            ("msm_b_g2", &b2_acc.2),
+            ("msm_l", &l_acc.2),
+            ("msm_h", &h_acc.2),
+        ];
+        let mut steps = Vec::new();
+        for (stage, timer) in stages {
+            if let Some(t) = timer {
+                steps.extend(t.steps()?.into_iter().map(|(step, d)| (stage, step, d)));
+            }
+        }
         times.device = Some(DeviceStageTimes {
             witness_map: device_elapsed(&wm_timer)?,
             msm_h: device_elapsed(&h_acc.2)?,
@@ -313,6 +353,8 @@ pub fn prove_staged<B: Backend>(
             msm_a: device_elapsed(&a_acc.2)?,
             msm_b_g1: device_elapsed(&b1_acc.2)?,
             msm_b_g2: device_elapsed(&b2_acc.2)?,
+            upload: device_elapsed(&upload_timer)?,
+            steps,
         });
     }
     let (h_acc, l_acc, a_acc, b1_acc, b2_acc) = (h_acc.0?, l_acc.0?, a_acc.0?, b1_acc.0?, b2_acc.0?);

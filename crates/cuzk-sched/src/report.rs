@@ -53,6 +53,11 @@ pub struct TimelineReport {
     /// Time some worker held a kernel lock / (window × devices): what a bracket around the locked
     /// region would claim.
     pub lock_utilization: f64,
+    /// Kernel utilisation in steady state: the same measure over the window from the start of the
+    /// first kept kernel-lock hold to the end of the last, leaving out the first and last tenth of
+    /// the holds (at least one each), when the GPU fills up and drains. `None` with fewer than five
+    /// holds.
+    pub steady_kernel_utilization: Option<f64>,
     /// Seconds without a running kernel, by cause.
     pub gaps: BTreeMap<GapCause, f64>,
     /// Per job, in order of completion.
@@ -105,6 +110,41 @@ fn subtract(parts: &[(f64, f64)], cut: &[(f64, f64)]) -> (Vec<(f64, f64)>, f64) 
         remaining.extend(pieces);
     }
     (remaining, removed)
+}
+
+/// See [`TimelineReport::steady_kernel_utilization`].
+fn steady_utilization(kernels: &[&Span], locks: &[&Span], devices: f64) -> Option<f64> {
+    if locks.len() < 5 {
+        return None;
+    }
+    let mut holds: Vec<(f64, f64)> = locks.iter().map(|s| (s.start_us, s.end_us)).collect();
+    holds.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let cut = holds.len().div_ceil(10).max(1);
+    let kept = &holds[cut..holds.len() - cut];
+    let (w0, w1) = (kept.first()?.0, kept.iter().map(|h| h.1).fold(f64::NEG_INFINITY, f64::max));
+    if w1 <= w0 {
+        return None;
+    }
+    let lanes: Vec<&str> = {
+        let mut l: Vec<&str> = kernels.iter().map(|s| s.lane.as_str()).collect();
+        l.sort_unstable();
+        l.dedup();
+        l
+    };
+    let busy: f64 = lanes
+        .iter()
+        .map(|lane| {
+            total(&union(
+                kernels
+                    .iter()
+                    .filter(|s| s.lane == *lane)
+                    .map(|s| (s.start_us.max(w0), s.end_us.min(w1)))
+                    .filter(|(a, b)| b > a)
+                    .collect(),
+            ))
+        })
+        .sum();
+    Some(busy / ((w1 - w0) * devices))
 }
 
 impl TimelineReport {
@@ -196,7 +236,9 @@ impl TimelineReport {
             (b - a) / (jobs.len() - 1) as f64
         });
         let denom = (window_us * devices).max(f64::MIN_POSITIVE);
+        let steady_kernel_utilization = steady_utilization(&kernels, &locks, devices);
         Self {
+            steady_kernel_utilization,
             window_s: window_us / 1e6,
             kernel_utilization: if window_us > 0.0 { busy_us / denom } else { 0.0 },
             lock_utilization: if window_us > 0.0 { lock_us / denom } else { 0.0 },
@@ -223,6 +265,12 @@ impl TimelineReport {
             "lock-bracket utilisation {:.1}% (time a kernel lock was held)\n",
             100.0 * self.lock_utilization
         );
+        if let Some(u) = self.steady_kernel_utilization {
+            s += &format!(
+                "steady-state kernel use  {:.1}% (first and last tenth of the partitions left out)\n",
+                100.0 * u
+            );
+        }
         for (cause, secs) in &self.gaps {
             s += &format!("gap: {:<32} {:.3} s\n", cause.name(), secs);
         }
@@ -265,4 +313,41 @@ pub fn parse_json_lines(text: &str) -> Result<Vec<Span>, String> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(partition: usize, kind: &str, lane: &str, start_ms: f64, end_ms: f64) -> Span {
+        Span {
+            job: 0,
+            partition,
+            kind: kind.into(),
+            lane: lane.into(),
+            start_us: start_ms * 1e3,
+            end_us: end_ms * 1e3,
+        }
+    }
+
+    #[test]
+    fn steady_state_utilisation_leaves_out_filling_up_and_draining() {
+        // Twenty partitions: each holds the kernel lock for 10 ms and runs 9 ms of kernels, back to
+        // back, except that the first and the last wait 100 ms inside the lock (filling and draining).
+        let mut spans = Vec::new();
+        let mut t = 0.0;
+        for p in 0..20 {
+            let hold = if p == 0 || p == 19 { 109.0 } else { 10.0 };
+            spans.push(span(p, "kernel_lock", "dev0-worker0", t, t + hold));
+            spans.push(span(p, "kernel:msm", "dev0-kernels", t + hold - 9.0, t + hold));
+            t += hold;
+        }
+        let r = TimelineReport::from_spans(&spans);
+        let steady = r.steady_kernel_utilization.unwrap();
+        assert!((steady - 0.9).abs() < 1e-9, "{steady}");
+        assert!(r.kernel_utilization < 0.75, "{}", r.kernel_utilization);
+        assert!(r.render().contains("steady-state kernel use  90.0%"), "{}", r.render());
+        // Too few holds to tell a steady state apart.
+        assert_eq!(TimelineReport::from_spans(&spans[..8]).steady_kernel_utilization, None);
+    }
 }

@@ -28,6 +28,17 @@ enum Backends {
     Cuda(Arc<CudaBackend>),
 }
 
+/// Reserves device buffers for up to `want` of `key`'s partitions on `backend` (see
+/// [`CudaBackend::reserve_partition_slots`]); returns how many were reserved.
+fn reserve_slots(backend: &CudaBackend, key: &PreparedKey<CudaBackend>, want: usize) -> Result<usize, Error> {
+    backend.reserve_partition_slots(key.domain_size(), key.variables(), want).map_err(|e| {
+        Error::Prove(cuzk_groth16::ProveError::Backend(cuzk_groth16::BackendError::Device {
+            op: "reserve_partition_slots",
+            source: Box::new(e),
+        }))
+    })
+}
+
 /// A key prepared by one backend. A CUDA key holds its backend (the device its bases live on).
 // One per key and always behind an Arc: the variants' size difference costs nothing.
 #[allow(clippy::large_enum_variant)]
@@ -72,6 +83,18 @@ impl KeyInner {
                 op: "prove_staged",
                 source: "the partition was staged on another backend than the key's".into(),
             })),
+        }
+    }
+
+    /// Checks a proof against the key's verifying key.
+    pub(crate) fn verify(
+        &self,
+        proof: &Proof<Bls12_381>,
+        inputs: &[Fr],
+    ) -> Result<(), cuzk_groth16::ProveError> {
+        match self {
+            KeyInner::Cpu(k) => cuzk_groth16::verify(k, proof, inputs),
+            KeyInner::Cuda(k, _) => cuzk_groth16::verify(k, proof, inputs),
         }
     }
 
@@ -310,7 +333,13 @@ impl Engine {
     pub fn load_key(&self, pk: ProvingKey<Bls12_381>) -> Result<Key, Error> {
         let inner = match &self.backend {
             Backends::Cpu(b) => KeyInner::Cpu(PreparedKey::new(b, pk)?),
-            Backends::Cuda(b) => KeyInner::Cuda(PreparedKey::new(&**b, pk)?, b.clone()),
+            Backends::Cuda(b) => {
+                let key = PreparedKey::new(&**b, pk)?;
+                // One partition's device buffers now, so a key whose partitions cannot fit beside it
+                // is refused here, and the first proof allocates nothing.
+                reserve_slots(b, &key, 1)?;
+                KeyInner::Cuda(key, b.clone())
+            }
         };
         Ok(Key { inner: Arc::new(inner), shape: None })
     }
@@ -540,6 +569,11 @@ impl Engine {
             prove: self.prove_options(),
             circuit: std::marker::PhantomData,
         };
+        let mut sched = sched;
+        if let KeyInner::Cuda(k, b) = &*key.inner {
+            // One device slot per GPU worker, as many as the device's free memory allows.
+            sched.slots_per_device = reserve_slots(b, k, sched.gpu_workers_per_device.max(1))?;
+        }
         let scheduler = cuzk_sched::Scheduler::new(stages, sched);
         let handles = jobs
             .into_iter()

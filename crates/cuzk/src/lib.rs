@@ -14,6 +14,8 @@ pub use pipeline::{PipelineJobs, PipelineRun};
 
 /// The scheduler's configuration and timeline, for [`Engine::prove_pipelined`].
 pub use cuzk_sched as sched;
+/// Synthesis (re-exported for tools that check proofs outside the engine).
+pub use cuzk_synth as synth;
 
 pub use ark_bls12_381::{Bls12_381, Fr};
 pub use ark_groth16::{Proof, ProvingKey, VerifyingKey};

@@ -3,7 +3,8 @@
 //!
 //! "Upload" (under the scheduler's memory lock) moves the synthesized partition's `a`, `b`, `c` and `z`
 //! into the key's backend memory (`cuzk_groth16::stage`: on CUDA, pinned staging buffers and the copy
-//! stream); the "kernels" step (witness map, MSMs, assembly, self-check) runs under the kernel lock.
+//! stream); the "kernels" step (witness map, MSMs, assembly) runs under the kernel lock, and the
+//! self-check after it releases the slot, in "finish".
 //! So partition `N + 1`'s upload overlaps partition `N`'s kernels, and synthesis of the next partitions
 //! overlaps both. On the CPU the upload is a copy and one partition proves at a time with all cores.
 
@@ -68,7 +69,8 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
     type Input = (C, Fr, Fr);
     type Synthesized = Partition;
     type Staged = StagedPartition;
-    type Computed = Proof<Bls12_381>;
+    /// The proof and, when the engine checks its proofs, the public inputs to check it against.
+    type Computed = (Proof<Bls12_381>, Option<Vec<Fr>>);
     type Output = Proof<Bls12_381>;
 
     fn host_bytes(&self, _input: &Self::Input) -> u64 {
@@ -102,18 +104,27 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
         _at: Placement,
         p: StagedPartition,
         log: &mut KernelLog,
-    ) -> Result<Proof<Bls12_381>, StageError> {
+    ) -> Result<Self::Computed, StageError> {
         let StagedPartition { part: p, staged } = p;
+        // The self-check is host work: it runs in `finish`, after the kernel lock is released.
+        let in_lock = ProveOptions { verify: false };
         let (proof, times) = self
             .key
             .inner
-            .prove_staged(&p.syn, staged, p.r, p.s, &self.prove)
+            .prove_staged(&p.syn, staged, p.r, p.s, &in_lock)
             .map_err(|e| stage_error("kernels")(e.to_string()))?;
         log_stages(log, &times);
-        Ok(proof)
+        Ok((proof, self.prove.verify.then(|| p.syn.public_inputs().to_vec())))
     }
 
-    fn finish(&self, _part: PartitionRef, proof: Proof<Bls12_381>) -> Result<Proof<Bls12_381>, StageError> {
+    fn finish(
+        &self,
+        _part: PartitionRef,
+        (proof, inputs): Self::Computed,
+    ) -> Result<Proof<Bls12_381>, StageError> {
+        if let Some(inputs) = inputs {
+            self.key.inner.verify(&proof, &inputs).map_err(|e| stage_error("self-check")(e.to_string()))?;
+        }
         Ok(proof)
     }
 }
@@ -173,6 +184,9 @@ mod tests {
             msm_b_g2: ms(8),
             msm_l: ms(9),
             msm_h: ms(10),
+            // The copy engine's time is not kernel time.
+            upload: ms(11),
+            steps: vec![("msm_h", "sort", ms(2))],
         };
         let mut log = KernelLog::default();
         log_stages(&mut log, &StageTimes { device: Some(device), ..host });

@@ -9,27 +9,56 @@
 //!
 //! **Proofs made with a timing key do not verify.** They are still a deterministic function of the
 //! key, the witness and the blinding scalars, so the engine's proofs must equal ark-groth16's for the
-//! same key byte for byte: benches use that as their correctness check.
+//! same key byte for byte. Because the points lie on lines, that proof also has a closed form that
+//! costs a CPU witness map and a few scalar multiplications instead of five MSMs: over a line
+//! `P_i = start + i·step`, `Σ k_i·P_i = (Σ k_i)·start + (Σ i·k_i)·step` (the sums over the points kept,
+//! not at infinity). [`TimingKey::expected_proof`] computes it, so benches check every proof they make
+//! with a timing key, at sizes where running ark-groth16's prover takes minutes per partition.
 
-use ark_bls12_381::{Bls12_381, G1Projective, G2Projective};
+use ark_bls12_381::{g1, g2, Bls12_381, Fr, G1Projective, G2Projective};
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
-use ark_ec::CurveGroup;
-use ark_groth16::{ProvingKey, VerifyingKey};
+use ark_ec::{AffineRepr, CurveGroup};
+use ark_groth16::{Proof, ProvingKey, VerifyingKey};
 use ark_std::{rand::Rng, UniformRand, Zero};
-use cuzk_synth::R1csShape;
+use cuzk_groth16::CpuBackend;
+use cuzk_synth::{R1csShape, Synthesized};
 use rayon::prelude::*;
 
 /// Points computed per task (each task starts with one scalar multiplication).
 const CHUNK: usize = 1 << 14;
+
+/// The line a query's points were drawn from.
+#[derive(Clone, Copy, Debug)]
+struct Line<P: SWCurveConfig> {
+    start: Projective<P>,
+    step: Projective<P>,
+}
+
+impl<P: SWCurveConfig<ScalarField = Fr>> Line<P> {
+    /// `Σ k_i·points[i]` for `points` on this line (the identity where a point was left out), in
+    /// closed form.
+    fn msm(&self, points: &[Affine<P>], scalars: &[Fr]) -> Result<Projective<P>, String> {
+        if points.len() != scalars.len() {
+            return Err(format!("{} scalars for {} bases", scalars.len(), points.len()));
+        }
+        let (sum, weighted) = (0..points.len())
+            .into_par_iter()
+            .with_min_len(1 << 12)
+            .filter(|&i| !points[i].is_zero())
+            .map(|i| (scalars[i], scalars[i] * Fr::from(i as u64)))
+            .reduce(|| (Fr::zero(), Fr::zero()), |(a, b), (c, d)| (a + c, b + d));
+        Ok(self.start * sum + self.step * weighted)
+    }
+}
 
 /// `len` points: the identity where `present(i)` is false, else `start + i·step`.
 fn progression<P: SWCurveConfig>(
     len: usize,
     present: impl Fn(usize) -> bool + Sync,
     rng: &mut impl Rng,
-) -> Vec<Affine<P>> {
+) -> (Vec<Affine<P>>, Line<P>) {
     let (start, step) = (Projective::<P>::rand(rng), Projective::<P>::rand(rng));
-    (0..len.div_ceil(CHUNK))
+    let points = (0..len.div_ceil(CHUNK))
         .into_par_iter()
         .flat_map_iter(|k| {
             let (lo, hi) = (k * CHUNK, ((k + 1) * CHUNK).min(len));
@@ -43,12 +72,67 @@ fn progression<P: SWCurveConfig>(
                 .collect();
             Projective::normalize_batch(&chunk)
         })
-        .collect()
+        .collect();
+    (points, Line { start, step })
+}
+
+/// A timing key (see the module documentation) with the lines its points lie on.
+#[derive(Clone)]
+pub struct TimingKey {
+    /// The key: do not use it to make proofs anyone verifies.
+    pub pk: ProvingKey<Bls12_381>,
+    a: Line<g1::Config>,
+    b_g1: Line<g1::Config>,
+    b_g2: Line<g2::Config>,
+    h: Line<g1::Config>,
+    l: Line<g1::Config>,
+}
+
+impl TimingKey {
+    /// A timing key for circuits of `shape`.
+    pub fn new(shape: &R1csShape, rng: &mut impl Rng) -> Self {
+        make(shape, rng)
+    }
+
+    /// The proof ark-groth16 makes with this key for the synthesized partition `syn` and blinding
+    /// scalars `r`, `s`, from the closed form of its MSMs and a witness map on the CPU. Fails when
+    /// `syn` does not fit the key.
+    pub fn expected_proof(&self, syn: &Synthesized, r: Fr, s: Fr) -> Result<Proof<Bls12_381>, String> {
+        let pk = &self.pk;
+        let n = pk.h_query.len() + 1;
+        if syn.counts().domain_size() != n {
+            return Err(format!(
+                "a partition of domain {} for a key of domain {n}",
+                syn.counts().domain_size()
+            ));
+        }
+        let z = &syn.assignment;
+        let h = cuzk_groth16::witness_map(&CpuBackend, syn).map_err(|e| e.to_string())?;
+        let h = h.0.get(..n - 1).ok_or("the witness map is shorter than the domain")?;
+        let witness = z.get(pk.vk.gamma_abc_g1.len()..).ok_or("fewer variables than instance variables")?;
+        let delta = G1Projective::from(pk.delta_g1);
+        // ark-groth16's assembly (create_proof_with_assignment), with each MSM in closed form.
+        let g_a = self.a.msm(&pk.a_query, z)? + pk.vk.alpha_g1 + delta * r;
+        let g2_b = self.b_g2.msm(&pk.b_g2_query, z)? + pk.vk.beta_g2 + G2Projective::from(pk.vk.delta_g2) * s;
+        let g1_b = if r.is_zero() {
+            G1Projective::zero()
+        } else {
+            self.b_g1.msm(&pk.b_g1_query, z)? + pk.beta_g1 + delta * s
+        };
+        let g_c = g_a * s + g1_b * r - delta * (r * s)
+            + self.l.msm(&pk.l_query, witness)?
+            + self.h.msm(&pk.h_query, h)?;
+        Ok(Proof { a: g_a.into_affine(), b: g2_b.into_affine(), c: g_c.into_affine() })
+    }
 }
 
 /// A timing key for circuits of `shape` (see the module documentation): do not use it to make proofs
 /// anyone verifies.
 pub fn timing_key(shape: &R1csShape, rng: &mut impl Rng) -> ProvingKey<Bls12_381> {
+    make(shape, rng).pk
+}
+
+fn make(shape: &R1csShape, rng: &mut impl Rng) -> TimingKey {
     let counts = shape.counts();
     let (instance, variables) = (counts.instance, counts.instance + counts.witness);
     let usage = shape.variable_use();
@@ -60,11 +144,11 @@ pub fn timing_key(shape: &R1csShape, rng: &mut impl Rng) -> ProvingKey<Bls12_381
     let (beta_g2, gamma_g2, delta_g2) = (g2(), g2(), g2());
     // ark-groth16 puts every instance variable in A (its input-consistency rows), and a variable's
     // L base is zero only when no matrix uses it.
-    let a_query = progression(variables, |i| usage.in_a(i), rng);
-    let b_g1_query = progression(variables, |i| usage.in_b(i), rng);
-    let b_g2_query = progression(variables, |i| usage.in_b(i), rng);
-    let h_query = progression(counts.domain_size() - 1, |_| true, rng);
-    let l_query = progression(
+    let (a_query, a) = progression(variables, |i| usage.in_a(i), rng);
+    let (b_g1_query, b_g1) = progression(variables, |i| usage.in_b(i), rng);
+    let (b_g2_query, b_g2) = progression(variables, |i| usage.in_b(i), rng);
+    let (h_query, h) = progression(counts.domain_size() - 1, |_| true, rng);
+    let (l_query, l) = progression(
         counts.witness,
         |i| {
             let v = instance + i;
@@ -72,8 +156,8 @@ pub fn timing_key(shape: &R1csShape, rng: &mut impl Rng) -> ProvingKey<Bls12_381
         },
         rng,
     );
-    let gamma_abc_g1 = progression(instance, |_| true, rng);
-    ProvingKey {
+    let (gamma_abc_g1, _) = progression(instance, |_| true, rng);
+    let pk = ProvingKey {
         vk: VerifyingKey { alpha_g1, beta_g2, gamma_g2, delta_g2, gamma_abc_g1 },
         beta_g1,
         delta_g1,
@@ -82,12 +166,14 @@ pub fn timing_key(shape: &R1csShape, rng: &mut impl Rng) -> ProvingKey<Bls12_381
         b_g2_query,
         h_query,
         l_query,
-    }
+    };
+    TimingKey { pk, a, b_g1, b_g2, h, l }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ark_relations::gr1cs::ConstraintSynthesizer;
     use cuzk_circuits::Synthetic;
 
     #[test]
@@ -113,6 +199,30 @@ mod tests {
             .all(|p| p.is_on_curve() && p.is_in_correct_subgroup_assuming_on_curve()));
         // Some bases really are at infinity in this circuit, so the comparison above means something.
         assert!(real.b_g1_query.iter().any(ark_ec::AffineRepr::is_zero));
+    }
+
+    fn closed_form_matches<C: ConstraintSynthesizer<Fr> + Copy>(circuit: C, rng: &mut impl Rng) {
+        use ark_groth16::Groth16;
+        let key = TimingKey::new(&R1csShape::record(circuit).unwrap(), rng);
+        let syn = cuzk_synth::synthesize(circuit, &Default::default()).unwrap();
+        for (r, s) in [(Fr::rand(rng), Fr::rand(rng)), (Fr::zero(), Fr::rand(rng))] {
+            let ark = Groth16::<Bls12_381>::create_proof_with_reduction(circuit, &key.pk, r, s).unwrap();
+            assert_eq!(key.expected_proof(&syn, r, s).unwrap(), ark);
+        }
+        // Another witness gives another proof.
+        let (r, s) = (Fr::rand(rng), Fr::rand(rng));
+        let mut other = syn.clone();
+        if let Some(last) = other.assignment.last_mut() {
+            *last += Fr::from(1u64);
+        }
+        assert_ne!(key.expected_proof(&other, r, s).unwrap(), key.expected_proof(&syn, r, s).unwrap());
+    }
+
+    #[test]
+    fn the_closed_form_proof_of_a_timing_key_equals_ark_groth16s() {
+        let mut rng = cuzk_testkit::seeded_rng("timing_key_closed_form");
+        closed_form_matches(Synthetic::with_log_rows(8, 5).with_bit_share(500), &mut rng);
+        closed_form_matches(cuzk_circuits::PorepLike::for_log_constraints(10, 3, 1).unwrap(), &mut rng);
     }
 
     #[test]

@@ -52,35 +52,45 @@ fn bench_runs_ark_groth16_side_by_side_and_proofs_are_identical() {
 }
 
 #[test]
-fn timing_keys_bench_against_ark_groth16_and_are_refused_without_it() {
+fn timing_key_proofs_equal_ark_groth16s_and_their_closed_form() {
     let v = json(&cuzk(&["bench", "-k", "7", "-p", "2", "--repeat", "1", "--timing-key", "--json"]));
     assert_eq!(v["key"], "timing");
     assert_eq!(v["identical_to_arkworks"], true);
+    assert_eq!(v["equal_to_closed_form"], true);
     assert_eq!(v["proofs_verified"], 0, "a timing key's proofs do not verify, so none are claimed");
-    for args in [
-        &["prove", "-k", "7", "-p", "1", "--timing-key"][..],
-        &["bench", "-k", "7", "--timing-key", "--no-baseline"],
-    ] {
-        let out = cuzk(args);
-        assert!(!out.status.success(), "{args:?}");
-        assert!(String::from_utf8_lossy(&out.stderr).contains("baseline"), "{args:?}");
-    }
+    // Without the baseline the closed form still checks every proof of every run.
+    let mut args = vec!["bench", "--circuit", "porep-like", "-k", "10", "-p", "2", "--repeat", "2"];
+    args.extend_from_slice(&["--timing-key", "--no-baseline", "--witness-only", "--json"]);
+    let v = json(&cuzk(&args));
+    assert_eq!(
+        (&v["identical_to_arkworks"], &v["equal_to_closed_form"]),
+        (&serde_json::Value::Null, &serde_json::json!(true))
+    );
+    let v = json(&cuzk(&["bench", "-k", "7", "-p", "1", "--repeat", "1", "--json"]));
+    assert_eq!(v["equal_to_closed_form"], serde_json::Value::Null, "a real key has no closed form");
 }
 
 #[test]
 fn pipelined_porep_like_proofs_with_one_or_two_gpu_workers_and_merged_locks_equal_ark_groth16() {
-    for extra in [&["--gpu-workers", "1"][..], &["--gpu-workers", "2", "--merge-locks"]] {
-        let mut args = vec!["bench", "--circuit", "porep-like", "-k", "10", "-p", "2", "--proofs", "2"];
-        args.extend_from_slice(&["--pipeline", "--repeat", "1", "--backend", "cpu", "--json"]);
-        args.extend_from_slice(extra);
-        let v = json(&cuzk(&args));
-        assert_eq!(v["circuit"], "porep-like", "{extra:?}");
-        assert_eq!((v["proofs"].as_u64(), v["partitions"].as_u64()), (Some(2), Some(4)), "{extra:?}");
-        assert_eq!(v["identical_to_arkworks"], true, "{extra:?}");
-        assert_eq!(v["proofs_verified"], 4, "{extra:?}");
-        assert_eq!(v["gpu_workers"].as_u64(), Some(if extra.len() == 2 { 1 } else { 2 }), "{extra:?}");
-        assert_eq!(v["merge_locks"], extra.len() == 3, "{extra:?}");
-    }
+    // Two GPU workers with two locks, then side by side one worker and merged locks (--compare).
+    let mut args = vec!["bench", "--circuit", "porep-like", "-k", "10", "-p", "2", "--proofs", "2"];
+    args.extend_from_slice(&["--pipeline", "--repeat", "1", "--backend", "cpu", "--json"]);
+    args.extend_from_slice(&["--gpu-workers", "2", "--compare"]);
+    let v = json(&cuzk(&args));
+    assert_eq!(v["circuit"], "porep-like");
+    assert_eq!((v["proofs"].as_u64(), v["partitions"].as_u64()), (Some(2), Some(4)));
+    assert_eq!(v["identical_to_arkworks"], true);
+    assert_eq!(v["proofs_verified"], 4);
+    assert_eq!((v["gpu_workers"].as_u64(), &v["merge_locks"]), (Some(2), &serde_json::json!(false)));
+    assert_eq!(v["proof_prove_seconds"].as_array().map(Vec::len), Some(2), "one time per proof");
+    assert!(v["kernel_seconds_per_partition"].as_f64().is_some_and(|s| s > 0.0));
+    let variants: Vec<(Option<u64>, bool, bool)> = v["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["gpu_workers"].as_u64(), x["merge_locks"] == true, x["same_proofs"] == true))
+        .collect();
+    assert_eq!(variants, [(Some(1), false, true), (Some(2), true, true)]);
     let out = cuzk(&["bench", "-k", "8", "--proofs", "2"]);
     assert!(!out.status.success(), "several proofs need --pipeline");
 }

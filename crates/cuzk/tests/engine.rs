@@ -134,6 +134,21 @@ fn self_check_rejects_a_key_with_a_foreign_verifying_key() {
 }
 
 #[test]
+fn pipelined_proofs_are_self_checked_after_the_kernel_step() {
+    // The pipeline checks proofs in its finish stage, outside the kernel lock: a wrong proof still
+    // never comes back.
+    let mut rng = seeded_rng("pipelined_self_check");
+    let circuit = Synthetic::new(50, 2);
+    let mut pk = keygen(circuit, &mut rng);
+    pk.vk = keygen(circuit, &mut rng).vk;
+    let e = engine();
+    let key = e.load_key(pk).unwrap();
+    let randomness = vec![(Fr::from(3u64), Fr::from(4u64))];
+    let err = e.prove_pipelined(&key, vec![circuit], randomness, Default::default()).unwrap_err();
+    assert!(err.to_string().contains("self-check"), "{err}");
+}
+
+#[test]
 fn key_for_another_circuit_says_which_counts_differ() {
     let mut rng = seeded_rng("key_mismatch");
     let e = engine();

@@ -434,6 +434,11 @@ struct Workload {
     /// With --pipeline, one lock for upload and kernels instead of two (to measure what the split buys).
     #[arg(long, requires = "pipeline")]
     merge_locks: bool,
+    /// With --pipeline, also prove the same partitions with one GPU worker and with the two locks
+    /// merged into one, after the main runs, and report the three side by side (their proofs must
+    /// equal the main run's).
+    #[arg(long, requires = "pipeline")]
+    compare: bool,
     /// With --pipeline, write the last run's timeline here as JSON lines (see `cuzk timeline`).
     #[arg(long, requires = "pipeline")]
     timeline: Option<std::path::PathBuf>,
@@ -442,13 +447,14 @@ struct Workload {
     #[arg(long)]
     witness_only: bool,
     /// Use a timing key instead of a setup: the real key's shape and points at infinity, made in
-    /// seconds even at 2^24 rows, but its proofs do not verify. They are not self-checked; `bench`
-    /// requires the ark-groth16 baseline with it and fails unless every proof equals ark-groth16's.
+    /// seconds even at 2^24 rows, but its proofs do not verify. Instead of the self-check, every
+    /// proof is compared with ark-groth16's proof for the key in closed form (see
+    /// `cuzk::timing_key`), after the timed runs; any difference fails the command.
     #[arg(long)]
     timing_key: bool,
 }
 
-#[derive(Serialize, Default, Clone, Copy)]
+#[derive(Serialize, Default, Clone)]
 struct Stages {
     synthesis: f64,
     /// Moving a, b, c and z into backend memory.
@@ -469,7 +475,7 @@ struct Stages {
 }
 
 /// Device time of the GPU stages of partition 0, in seconds.
-#[derive(Serialize, Default, Clone, Copy)]
+#[derive(Serialize, Default, Clone)]
 struct DeviceStages {
     witness_map: f64,
     msm_a: f64,
@@ -479,6 +485,10 @@ struct DeviceStages {
     msm_h: f64,
     /// Their sum: the partition's GPU time.
     total: f64,
+    /// Copying a, b, c and z to the device (copy engine; not in `total`).
+    upload: f64,
+    /// Per stage, the kinds of work inside it: (stage, step, seconds).
+    steps: Vec<(&'static str, &'static str, f64)>,
 }
 
 impl DeviceStages {
@@ -492,6 +502,8 @@ impl DeviceStages {
             msm_l: parts[4],
             msm_h: parts[5],
             total: parts.iter().sum(),
+            upload: d.upload.as_secs_f64(),
+            steps: d.steps.iter().map(|(stage, step, t)| (*stage, *step, t.as_secs_f64())).collect(),
         }
     }
 }
@@ -518,16 +530,12 @@ impl Stages {
 
     /// Partition 0's stages as the pipeline's timeline recorded them.
     fn from_timeline(spans: &[cuzk::sched::Span]) -> Self {
-        let secs = |kind: &str| {
-            spans
-                .iter()
-                .filter(|s| s.partition == 0 && s.kind == kind)
-                .map(|s| s.duration_us() / 1e6)
-                .sum::<f64>()
-        };
-        let first =
-            spans.iter().filter(|s| s.partition == 0).map(|s| s.start_us).fold(f64::INFINITY, f64::min);
-        let last = spans.iter().filter(|s| s.partition == 0).map(|s| s.end_us).fold(0.0, f64::max);
+        // Partition 0 of the first job (every job has a partition 0).
+        let job = spans.iter().map(|s| s.job).min().unwrap_or(0);
+        let ours = || spans.iter().filter(move |s| s.job == job && s.partition == 0);
+        let secs = |kind: &str| ours().filter(|s| s.kind == kind).map(|s| s.duration_us() / 1e6).sum::<f64>();
+        let first = ours().map(|s| s.start_us).fold(f64::INFINITY, f64::min);
+        let last = ours().map(|s| s.end_us).fold(0.0, f64::max);
         Self {
             synthesis: secs("synthesis"),
             upload: secs("upload"),
@@ -606,11 +614,101 @@ struct Output {
     proofs_verified: usize,
     /// Stage times of partition 0 (median run for `bench`).
     stages: Stages,
-    /// With --pipeline: device-measured kernel utilisation of the last run (CPU: prover-stage time).
-    kernel_utilization: Option<f64>,
+    /// With --pipeline: the last run's timeline figures.
+    #[serde(flatten)]
+    pipeline: Option<PipelineFigures>,
+    /// With --compare: the same partitions with other GPU-worker and lock settings.
+    variants: Vec<Variant>,
     arkworks_seconds: Option<f64>,
     speedup_vs_arkworks: Option<f64>,
     identical_to_arkworks: Option<bool>,
+    /// With a timing key: whether every proof equals the key's closed-form proof (see
+    /// `cuzk::timing_key`).
+    equal_to_closed_form: Option<bool>,
+}
+
+/// What a pipelined run's timeline says.
+#[derive(Serialize, Clone)]
+struct PipelineFigures {
+    /// Device-measured kernel time over the kernel window (CPU: prover-stage time).
+    kernel_utilization: f64,
+    /// Time a kernel lock was held over the window: what a bracket around the locked region claims.
+    lock_utilization: f64,
+    /// Kernel utilisation with the first and last tenth of the partitions left out.
+    steady_kernel_utilization: Option<f64>,
+    /// Kernel time per partition (sum of the kernel spans / partitions).
+    kernel_seconds_per_partition: f64,
+    /// Seconds per proof over kernel time per proof: 1.0 when the GPU never waits.
+    per_proof_over_kernel_time: f64,
+    /// Mean gap between consecutive proofs' completions, after the first.
+    steady_state_seconds_per_proof: Option<f64>,
+    /// Whether synthesis failed to keep the GPU fed for more than 5% of the window.
+    synthesis_bound: bool,
+    /// Gaps between kernels by cause, in seconds.
+    gaps: std::collections::BTreeMap<&'static str, f64>,
+    /// Per proof: seconds queued before its first partition started, and from then to its end.
+    proof_queue_seconds: Vec<f64>,
+    proof_prove_seconds: Vec<f64>,
+}
+
+impl PipelineFigures {
+    fn of(
+        timeline: &cuzk::sched::Timeline,
+        partitions: usize,
+        per_proof: usize,
+        wall: f64,
+        proofs: usize,
+    ) -> Self {
+        let spans = timeline.spans();
+        let report = cuzk::sched::report::TimelineReport::from_spans(&spans);
+        let kernel_s: f64 =
+            spans.iter().filter(|s| s.kind.starts_with("kernel:")).map(|s| s.duration_us() / 1e6).sum();
+        let per_partition = kernel_s / partitions.max(1) as f64;
+        Self {
+            kernel_utilization: report.kernel_utilization,
+            lock_utilization: report.lock_utilization,
+            steady_kernel_utilization: report.steady_kernel_utilization,
+            kernel_seconds_per_partition: per_partition,
+            per_proof_over_kernel_time: (wall / proofs.max(1) as f64)
+                / (per_partition * per_proof as f64).max(1e-12),
+            steady_state_seconds_per_proof: report.steady_state_s_per_job,
+            synthesis_bound: report.synthesis_bound(),
+            gaps: report.gaps.iter().map(|(c, s)| (c.name(), *s)).collect(),
+            proof_queue_seconds: report.jobs.iter().map(|j| j.queue_s).collect(),
+            proof_prove_seconds: report.jobs.iter().map(|j| j.prove_s).collect(),
+        }
+    }
+}
+
+/// One side-by-side configuration of `bench --compare`.
+#[derive(Serialize)]
+struct Variant {
+    gpu_workers: usize,
+    merge_locks: bool,
+    seconds: f64,
+    seconds_per_proof: f64,
+    #[serde(flatten)]
+    figures: PipelineFigures,
+    /// Whether its proofs equal the main run's, partition for partition.
+    same_proofs: bool,
+}
+
+/// Wall seconds, the proofs in order, and the timeline of a pipelined run.
+type Pipelined = (f64, Vec<cuzk::Proof<Bls12_381>>, std::sync::Arc<cuzk::sched::Timeline>);
+
+/// Proves `inputs` as jobs of `per_proof` partitions through the scheduler.
+fn pipelined(
+    engine: &Engine,
+    key: &cuzk::Key,
+    inputs: &[(BuiltIn, Fr, Fr)],
+    per_proof: usize,
+    sched: cuzk::sched::Config,
+) -> Result<Pipelined, cuzk::Error> {
+    let jobs = inputs.chunks(per_proof.max(1)).map(<[_]>::to_vec).collect();
+    let t = Instant::now();
+    let run = engine.prove_pipelined_jobs(key, jobs, sched)?;
+    let wall = t.elapsed().as_secs_f64();
+    Ok((wall, run.proofs.into_iter().flatten().collect(), run.timeline))
 }
 
 /// A one-line progress bar on stderr, drawn only when stderr is a terminal.
@@ -689,11 +787,6 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Box<dyn std::error::Error>> {
-    if w.timing_key && !baseline {
-        return Err("--timing-key needs the ark-groth16 baseline (bench without --no-baseline): a timing \
-                    key's proofs do not verify, so equality with ark-groth16's is their only check"
-            .into());
-    }
     let config = Config::default().with_backend(w.backend);
     let engine = Engine::new(Config { verify_proofs: config.verify_proofs && !w.timing_key, ..config })?;
     if let (Some(note), false) = (engine.backend_note(), w.json) {
@@ -703,10 +796,15 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
     let partitions = circuits(w)?;
     let shape = partitions[0];
     let t = Instant::now();
-    let pk = if w.timing_key {
-        cuzk::timing_key::timing_key(&cuzk::R1csShape::record(shape)?, &mut rng)
+    let timing = if w.timing_key {
+        let recorded = cuzk::R1csShape::record(shape)?;
+        Some((cuzk::timing_key::TimingKey::new(&recorded, &mut rng), recorded))
     } else {
-        Groth16::<Bls12_381>::generate_random_parameters_with_reduction(shape, &mut rng)?
+        None
+    };
+    let pk = match &timing {
+        Some((t, _)) => t.pk.clone(),
+        None => Groth16::<Bls12_381>::generate_random_parameters_with_reduction(shape, &mut rng)?,
     };
     let keygen_seconds = t.elapsed().as_secs_f64();
     let key = if w.witness_only {
@@ -718,6 +816,14 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
         (0..partitions.len()).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
     let per_proof = w.partitions as usize;
 
+    let defaults = cuzk::sched::Config::default();
+    let sched = cuzk::sched::Config {
+        partition_workers: w.partition_workers.unwrap_or(defaults.partition_workers),
+        gpu_workers_per_device: w.gpu_workers.map_or(defaults.gpu_workers_per_device, |g| g as usize),
+        merge_locks: w.merge_locks,
+        ..defaults
+    };
+    let inputs: Vec<_> = partitions.iter().zip(&randomness).map(|(c, (r, s))| (*c, *r, *s)).collect();
     let runs = repeat.unwrap_or(1).max(1);
     let (mut walls, mut ark_walls, mut all_runs) = (Vec::new(), Vec::new(), Vec::new());
     let mut last_timeline = None;
@@ -744,20 +850,10 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
         }
         let t = Instant::now();
         if w.pipeline {
-            let defaults = cuzk::sched::Config::default();
-            let sched = cuzk::sched::Config {
-                partition_workers: w.partition_workers.unwrap_or(defaults.partition_workers),
-                gpu_workers_per_device: w.gpu_workers.map_or(defaults.gpu_workers_per_device, |g| g as usize),
-                merge_locks: w.merge_locks,
-                ..defaults
-            };
-            let inputs: Vec<_> = partitions.iter().zip(&randomness).map(|(c, (r, s))| (*c, *r, *s)).collect();
-            let jobs = inputs.chunks(per_proof).map(<[_]>::to_vec).collect();
-            let run = engine.prove_pipelined_jobs(&key, jobs, sched)?;
-            walls.push(t.elapsed().as_secs_f64());
-            let spans = run.timeline.spans();
-            all_runs.push((run.proofs.into_iter().flatten().collect(), Stages::from_timeline(&spans)));
-            last_timeline = Some(run.timeline);
+            let (wall, proofs, timeline) = pipelined(&engine, &key, &inputs, per_proof, sched.clone())?;
+            walls.push(wall);
+            all_runs.push((proofs, Stages::from_timeline(&timeline.spans())));
+            last_timeline = Some(timeline);
         } else {
             let progress = Progress::new(engine.backend_name(), partitions.len(), w.json);
             let reports =
@@ -780,13 +876,51 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
     let arkworks_seconds = baseline.then(|| median(ark_walls));
     let partitions = proofs.len();
     let proof_count = partitions.div_ceil(per_proof.max(1));
-    let kernel_utilization = last_timeline
-        .as_ref()
-        .map(|t| cuzk::sched::report::TimelineReport::from_spans(&t.spans()).kernel_utilization);
+    let figures = |t: &cuzk::sched::Timeline, wall: f64| {
+        PipelineFigures::of(t, partitions, per_proof, wall, proof_count)
+    };
+    let pipeline = last_timeline.as_ref().map(|t| figures(t, walls[walls.len() - 1]));
+    let (mut variants, mut variant_proofs) = (Vec::new(), Vec::new());
+    if w.compare {
+        let others = [
+            cuzk::sched::Config { gpu_workers_per_device: 1, merge_locks: false, ..sched.clone() },
+            cuzk::sched::Config { merge_locks: !sched.merge_locks, ..sched.clone() },
+        ];
+        for other in others {
+            let (wall, theirs, timeline) = pipelined(&engine, &key, &inputs, per_proof, other.clone())?;
+            let same_proofs = &theirs == proofs;
+            variant_proofs.push(theirs);
+            variants.push(Variant {
+                gpu_workers: other.gpu_workers_per_device,
+                merge_locks: other.merge_locks,
+                seconds: wall,
+                seconds_per_proof: wall / proof_count.max(1) as f64,
+                figures: figures(&timeline, wall),
+                same_proofs,
+            });
+        }
+    }
     if let (Some(path), Some(t)) = (&w.timeline, &last_timeline) {
         std::fs::write(path, t.to_json_lines())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
+    // A timing key's proofs, checked against the closed form (every run proved the same partitions
+    // with the same randomness, so each is compared with one expected proof per partition).
+    let closed_form = match &timing {
+        None => None,
+        Some((tk, recorded)) => {
+            let progress = Progress::new("checking", inputs.len(), w.json);
+            let mut all = true;
+            for (i, (c, (r, s))) in inputs.iter().map(|(c, r, s)| (c, (r, s))).enumerate() {
+                let (syn, _) = cuzk::synth::synthesize_witness_only(*c, recorded, &Default::default())?;
+                let expected = tk.expected_proof(&syn, *r, *s)?;
+                all &= all_runs.iter().all(|(p, _)| p.get(i) == Some(&expected))
+                    && variant_proofs.iter().all(|p| p.get(i) == Some(&expected));
+                progress.tick();
+            }
+            Some(all)
+        }
+    };
     Ok(Output {
         command: if repeat.is_some() { "bench" } else { "prove" },
         backend: engine.backend_name(),
@@ -807,11 +941,13 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
         seconds_per_partition: wall / partitions as f64,
         seconds_per_proof: wall / proof_count.max(1) as f64,
         proofs_verified: if engine.config().verify_proofs { partitions } else { 0 },
-        stages: *stages,
-        kernel_utilization,
+        stages: stages.clone(),
+        pipeline,
+        variants,
         arkworks_seconds,
         speedup_vs_arkworks: arkworks_seconds.map(|a| a / wall),
         identical_to_arkworks: same,
+        equal_to_closed_form: closed_form,
     })
 }
 
@@ -842,8 +978,15 @@ fn print_table(o: &Output) {
             ("MSM L (G1)", d.msm_l),
             ("MSM H (G1)", d.msm_h),
             ("GPU time", d.total),
+            ("upload (copy engine)", d.upload),
         ] {
             println!("    {name:<22}  {:>10.3} s", secs);
+        }
+        if !d.steps.is_empty() {
+            println!("  inside the stages (device time per kind of work):");
+            for (stage, step, secs) in &d.steps {
+                println!("    {:<32}  {:>10.4} s", format!("{stage}: {step}"), secs);
+            }
         }
     }
     println!(
@@ -854,12 +997,57 @@ fn print_table(o: &Output) {
         println!("  per proof ({} proofs)      {:>10.3} s", o.proofs, o.seconds_per_proof);
     }
     println!("  proofs verified           {:>10} / {}", o.proofs_verified, o.partitions);
-    if let Some(u) = o.kernel_utilization {
-        println!("  prover-stage utilisation  {:>9.1}% (pipelined; `cuzk timeline` for gaps)", 100.0 * u);
+    if let Some(p) = &o.pipeline {
+        println!(
+            "  kernel utilisation        {:>9.1}% (device-measured; lock bracket {:.1}%)",
+            100.0 * p.kernel_utilization,
+            100.0 * p.lock_utilization
+        );
+        if let Some(u) = p.steady_kernel_utilization {
+            println!(
+                "  in steady state           {:>9.1}% (first and last tenth of the partitions left out)",
+                100.0 * u
+            );
+        }
+        println!(
+            "  kernel time per partition {:>10.3} s  (s/proof = {:.3} x partitions x kernel time)",
+            p.kernel_seconds_per_partition, p.per_proof_over_kernel_time
+        );
+        if p.synthesis_bound {
+            println!("  synthesis did not keep up: the GPU waited for it over 5% of the window");
+        }
+    }
+    if !o.variants.is_empty() {
+        println!("  side by side (same partitions):");
+        println!(
+            "    {:<28} {:>10} {:>9} {:>9} {:>11} {:>6}",
+            "configuration", "s/proof", "kernel", "lock", "synth-bound", "same"
+        );
+        let main = o.pipeline.as_ref().map(|p| {
+            (o.gpu_workers.unwrap_or(0), o.merge_locks.unwrap_or(false), o.seconds_per_proof, p, true)
+        });
+        let rows = main.into_iter().chain(
+            o.variants
+                .iter()
+                .map(|v| (v.gpu_workers, v.merge_locks, v.seconds_per_proof, &v.figures, v.same_proofs)),
+        );
+        for (g, merged, spp, f, same) in rows {
+            let name = format!("{g} GPU worker(s), {}", if merged { "one lock" } else { "two locks" });
+            println!(
+                "    {name:<28} {spp:>10.3} {:>8.1}% {:>8.1}% {:>11} {:>6}",
+                100.0 * f.kernel_utilization,
+                100.0 * f.lock_utilization,
+                if f.synthesis_bound { "yes" } else { "no" },
+                if same { "yes" } else { "NO" }
+            );
+        }
     }
     if let (Some(a), Some(x)) = (o.arkworks_seconds, o.speedup_vs_arkworks) {
         println!("  ark-groth16 (wall)        {a:>10.3} s");
         println!("  speedup vs ark-groth16    {x:>10.2}x");
+    }
+    if let Some(ok) = o.equal_to_closed_form {
+        println!("  proofs equal to the timing key's closed form: {}", if ok { "yes" } else { "NO" });
     }
     if let Some(same) = o.identical_to_arkworks {
         println!("  proofs identical to ark-groth16: {}", if same { "yes" } else { "NO" });
@@ -935,6 +1123,14 @@ fn main() {
                 println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
             } else {
                 print_table(&out);
+            }
+            if out.variants.iter().any(|v| !v.same_proofs) {
+                eprintln!("error: a side-by-side configuration proved different proofs");
+                std::process::exit(1);
+            }
+            if out.equal_to_closed_form == Some(false) {
+                eprintln!("error: proofs differ from the timing key's closed form");
+                std::process::exit(1);
             }
             if out.identical_to_arkworks == Some(false) {
                 eprintln!("error: proofs differ from ark-groth16's");
