@@ -68,8 +68,9 @@ pub struct DeviceStageTimes {
     pub msm_l: Duration,
     /// MSM of `h_query`.
     pub msm_h: Duration,
-    /// Copying `a`, `b`, `c` and `z` to the device (on the copy engine; in a pipeline it overlaps
-    /// the previous partition's kernels). Zero when the backend does not time uploads.
+    /// Uploading `a`, `b`, `c` and `z`, on the device's clock from when staging began until the last
+    /// copy landed (so the host's conversion into staging buffers counts too; in a pipeline it
+    /// overlaps the previous partition's kernels). Zero when the backend does not time uploads.
     pub upload: Duration,
     /// The kinds of work inside the stages above, as `(stage, step, device time)`: for example
     /// `("witness_map", "ntt passes", ..)` or `("msm_h", "bucket sums", ..)`.

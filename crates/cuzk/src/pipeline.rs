@@ -184,7 +184,7 @@ mod tests {
             msm_b_g2: ms(8),
             msm_l: ms(9),
             msm_h: ms(10),
-            // The copy engine's time is not kernel time.
+            // The upload is not kernel time.
             upload: ms(11),
             steps: vec![("msm_h", "sort", ms(2))],
         };

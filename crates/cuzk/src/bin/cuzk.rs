@@ -485,7 +485,8 @@ struct DeviceStages {
     msm_h: f64,
     /// Their sum: the partition's GPU time.
     total: f64,
-    /// Copying a, b, c and z to the device (copy engine; not in `total`).
+    /// Uploading a, b, c and z, on the copy stream's clock from the start of staging to the last copy
+    /// (host conversion included; not in `total`).
     upload: f64,
     /// Per stage, the kinds of work inside it: (stage, step, seconds).
     steps: Vec<(&'static str, &'static str, f64)>,
@@ -992,7 +993,7 @@ fn print_table(o: &Output) {
             ("MSM L (G1)", d.msm_l),
             ("MSM H (G1)", d.msm_h),
             ("GPU time", d.total),
-            ("upload (copy engine)", d.upload),
+            ("upload (staging, copies)", d.upload),
         ] {
             println!("    {name:<22}  {:>10.3} s", secs);
         }
