@@ -103,6 +103,13 @@ impl<C: MsmCurve> Bases for GpuBases<C> {
     fn len(&self) -> usize {
         self.len
     }
+
+    fn host_bytes(&self) -> u64 {
+        match &self.points {
+            Stored::Host(p) => (p.len() * std::mem::size_of::<C::Affine>()) as u64,
+            Stored::Device(_) => 0,
+        }
+    }
 }
 
 /// Device memory left free for an MSM's own buffers when deciding where bases go (bucket entries of a
@@ -346,6 +353,12 @@ impl CudaBackend {
             }
         }
         Ok(())
+    }
+
+    /// Bytes of pinned host memory in the staging pool (the buffers uploads are converted into).
+    pub fn staging_bytes(&self) -> u64 {
+        let pool = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        pool.iter().map(|b| (b.len() * std::mem::size_of::<GpuFr>()) as u64).sum()
     }
 
     /// The arena of partition-sized device buffers.

@@ -10,6 +10,10 @@ pub trait Bases: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Bytes of host memory the bases hold (pageable or pinned); 0 for bases in device memory.
+    fn host_bytes(&self) -> u64 {
+        0
+    }
 }
 
 /// Which transform an NTT call performs. All use ark-poly's conventions: natural order in and out,

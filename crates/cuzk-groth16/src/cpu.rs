@@ -37,6 +37,10 @@ impl<T: Send + Sync> Bases for Vec<T> {
     fn len(&self) -> usize {
         Vec::len(self)
     }
+
+    fn host_bytes(&self) -> u64 {
+        std::mem::size_of_val(self.as_slice()) as u64
+    }
 }
 
 fn domain(op: &'static str, size: usize) -> Result<Radix2EvaluationDomain<Fr>, BackendError> {

@@ -72,6 +72,20 @@ impl<B: Backend> PreparedKey<B> {
         &self.pvk
     }
 
+    /// Bytes of host memory the key's bases hold (all of them for the CPU backend; for a device backend
+    /// only bases kept on the host because they did not fit).
+    pub fn host_bytes(&self) -> u64 {
+        [
+            self.a.host_bytes(),
+            self.b_g1.host_bytes(),
+            self.b_g2.host_bytes(),
+            self.l.host_bytes(),
+            self.h.host_bytes(),
+        ]
+        .iter()
+        .sum()
+    }
+
     /// Variables (instance and witness) of the circuits the key was made for: the length of `z`.
     pub fn variables(&self) -> usize {
         self.a.len()

@@ -86,6 +86,15 @@ impl KeyInner {
         }
     }
 
+    /// Host bytes the key holds for as long as it lives: its bases where the backend keeps them on the
+    /// host, and for CUDA the backend's pinned staging buffers.
+    pub(crate) fn host_bytes(&self) -> u64 {
+        match self {
+            KeyInner::Cpu(k) => k.host_bytes(),
+            KeyInner::Cuda(k, b) => k.host_bytes() + b.staging_bytes(),
+        }
+    }
+
     /// Checks a proof against the key's verifying key.
     pub(crate) fn verify(
         &self,
@@ -574,6 +583,14 @@ impl Engine {
             // One device slot per GPU worker, as many as the device's free memory allows.
             sched.slots_per_device = reserve_slots(b, k, sched.gpu_workers_per_device.max(1))?;
         }
+        // One budget: what the key holds on the host (and the pinned staging) comes off the top, and
+        // at least one partition must fit in the rest.
+        let fixed = key.inner.host_bytes();
+        let partition = crate::pipeline::partition_host_bytes(key.domain_size());
+        if sched.host_budget_bytes < fixed.saturating_add(partition) {
+            return Err(Error::HostBudget { budget: sched.host_budget_bytes, key: fixed, partition });
+        }
+        sched.host_budget_bytes -= fixed;
         let scheduler = cuzk_sched::Scheduler::new(stages, sched);
         let handles = jobs
             .into_iter()

@@ -15,6 +15,19 @@ pub enum Error {
         /// Why it cannot be used.
         reason: String,
     },
+    /// The scheduler's host memory budget cannot hold what the key keeps on the host and one partition.
+    #[error(
+        "the host memory budget of {budget} bytes cannot hold the key's host-resident bases and pinned \
+         buffers ({key} bytes) plus one partition ({partition} bytes): raise host_budget_bytes"
+    )]
+    HostBudget {
+        /// The budget asked for.
+        budget: u64,
+        /// Bytes the key holds on the host.
+        key: u64,
+        /// Bytes of one synthesized partition.
+        partition: u64,
+    },
     /// A key prepared by one backend given to an engine on another.
     #[error("the key was loaded by a {key} engine; this engine proves on {engine}: load the key into it")]
     KeyBackend {

@@ -21,6 +21,12 @@ use cuzk_synth::{R1csShape, SynthesisOptions, Synthesized};
 use crate::engine::{synthesize_partition, StagedInner};
 use crate::{Key, SynthesisMode};
 
+/// Host bytes of one synthesized partition of domain size `n`: `a`, `b`, `c` and `z`, four vectors of
+/// at most `n` elements of 32 bytes.
+pub(crate) fn partition_host_bytes(n: usize) -> u64 {
+    (n as u64).saturating_mul(4 * 32)
+}
+
 /// The engine's partition stages for the scheduler.
 pub(crate) struct EngineStages<C> {
     pub(crate) key: Key,
@@ -74,8 +80,7 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
     type Output = Proof<Bls12_381>;
 
     fn host_bytes(&self, _input: &Self::Input) -> u64 {
-        // a, b, c and z: four vectors of at most the domain size, 32 bytes per element.
-        (self.key.domain_size() as u64).saturating_mul(4 * 32)
+        partition_host_bytes(self.key.domain_size())
     }
 
     fn synthesize(&self, _part: PartitionRef, (circuit, r, s): Self::Input) -> Result<Partition, StageError> {

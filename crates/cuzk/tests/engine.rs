@@ -149,6 +149,30 @@ fn pipelined_proofs_are_self_checked_after_the_kernel_step() {
 }
 
 #[test]
+fn the_host_budget_counts_the_key_and_must_hold_a_partition() {
+    let mut rng = seeded_rng("pipelined_budget");
+    let circuit = Synthetic::new(200, 1);
+    let e = engine();
+    let key = e.load_key(keygen(circuit, &mut rng)).unwrap();
+    let run = |budget: u64| {
+        let sched =
+            cuzk::sched::Config { partition_workers: 1, host_budget_bytes: budget, ..Default::default() };
+        e.prove_pipelined(&key, vec![circuit], vec![(Fr::from(3u64), Fr::from(4u64))], sched)
+    };
+    // The CPU backend keeps every base on the host: far more than one partition's a, b, c and z.
+    let err = run(64 << 10).unwrap_err();
+    let Error::HostBudget { budget, key: held, partition } = err else { panic!("{err}") };
+    assert_eq!((budget, partition), (64 << 10, 256 * 128));
+    assert!(held > budget, "a 256-row key's bases are over 64 KiB: {held}");
+    assert!(err_text(run(held + partition - 1)).contains("raise host_budget_bytes"));
+    assert_eq!(run(held + partition).unwrap().proofs.len(), 1, "the key and exactly one partition fit");
+}
+
+fn err_text<T: std::fmt::Debug>(r: Result<T, Error>) -> String {
+    r.unwrap_err().to_string()
+}
+
+#[test]
 fn key_for_another_circuit_says_which_counts_differ() {
     let mut rng = seeded_rng("key_mismatch");
     let e = engine();
