@@ -223,12 +223,8 @@ impl CudaBackend {
         };
         match scalars {
             MsmScalars::Host(s) => {
-                if s.len() != bases.len {
-                    return Err(BackendError::LengthMismatch { op, expected: bases.len, got: s.len() });
-                }
-                let host: Vec<GpuFr> = to_device_vec::<DeviceFr>(s).into_iter().map(GpuFr).collect();
                 // Freed in stream order once the kernels that read it have run.
-                let dev = self.gpu.upload(self.gpu.compute_stream(), &host).map_err(device(op))?;
+                let dev = self.scalars_to_device(s).map_err(device(op))?;
                 start(&dev.slice(..))
             }
             MsmScalars::Poly { poly, offset, len } => {
@@ -449,9 +445,14 @@ impl CudaBackend {
         if scalars.len() != bases.len {
             return Err(CudaError::Length { op: "msm", expected: bases.len, got: scalars.len() });
         }
-        let host: Vec<GpuFr> = to_device_vec::<DeviceFr>(scalars).into_iter().map(GpuFr).collect();
-        let dev = self.gpu.upload(self.gpu.compute_stream(), &host)?;
+        let dev = self.scalars_to_device(scalars)?;
         msm::msm::<C>(&self.gpu, &bases.msm_bases(), &dev.slice(..), &self.msm)
+    }
+
+    /// Host scalars converted and copied to the device on the compute stream.
+    fn scalars_to_device(&self, scalars: &[Fr]) -> Result<CudaSlice<GpuFr>, CudaError> {
+        let host: Vec<GpuFr> = to_device_vec::<DeviceFr>(scalars).into_iter().map(GpuFr).collect();
+        self.gpu.upload(self.gpu.compute_stream(), &host)
     }
 
     /// The GPU.
