@@ -6,9 +6,12 @@ use std::sync::{Arc, Mutex};
 
 use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use ark_ec::AffineRepr;
+use ark_ff::Zero;
 use cudarc::driver::{CudaSlice, CudaView, DevicePtr, PinnedHostSlice};
 use cuzk_field::{from_device_vec, to_device_vec, DeviceFr, DeviceRepr};
-use cuzk_groth16::{Backend, BackendError, Bases, Deferred, DeviceTimer, MsmScalars, NttKind, PolyBackend};
+use cuzk_groth16::{
+    Backend, BackendError, Bases, Deferred, DeviceTimer, MsmScalars, NttKind, PolyBackend, PreparedKey,
+};
 use rayon::prelude::*;
 
 use crate::arena::{self, Arena, ArenaBuffer};
@@ -328,6 +331,41 @@ impl CudaBackend {
         }
         self.reserve_staging(&[(domain, 3), (variables, 1)])?;
         Ok(slots)
+    }
+
+    /// Fills the device's MSM buffer shelves ([`crate::scratch`]) for `key`'s five MSMs: runs them
+    /// twice on all-zero scalars, as a proof issues them, so every buffer a proof's MSMs take is on its
+    /// shelf and no proof with this key allocates MSM memory. Returns the device bytes the MSM buffers
+    /// hold now. Call it before [`CudaBackend::reserve_partition_slots`], which counts the memory left.
+    pub fn reserve_msm_workspace(&self, key: &PreparedKey<CudaBackend>) -> Result<usize, CudaError> {
+        let g1 = key.g1_bases();
+        let g2 = key.g2_bases();
+        let longest = g1.iter().map(|b| b.msm_bases().scalars()).chain([g2.msm_bases().scalars()]).max();
+        let zeros = self.gpu.zeros::<GpuFr>(self.gpu.compute_stream(), longest.unwrap_or(1))?;
+        let mut probe = msm::Probe::default();
+        for _round in 0..crate::scratch::SPARE {
+            let mut g1_pending = Vec::with_capacity(g1.len());
+            for b in g1 {
+                let bases = b.msm_bases();
+                let scalars = zeros.slice(..bases.scalars());
+                g1_pending.push(msm::msm_start::<G1>(&self.gpu, &bases, &scalars, &self.msm, &mut probe)?);
+            }
+            let bases = g2.msm_bases();
+            let scalars = zeros.slice(..bases.scalars());
+            let g2_pending = msm::msm_start::<G2>(&self.gpu, &bases, &scalars, &self.msm, &mut probe)?;
+            // All-zero scalars: anything but the identity means the MSM machinery is broken.
+            let mut identity = g2_pending.finish()?.is_zero();
+            for p in g1_pending {
+                identity &= p.finish()?.is_zero();
+            }
+            if !identity {
+                return Err(CudaError::SelfCheck {
+                    op: "reserve_msm_workspace",
+                    what: "an MSM of all-zero scalars did not give the identity",
+                });
+            }
+        }
+        Ok(self.gpu.scratch().owned_bytes())
     }
 
     /// Makes sure the staging pool holds `count` pinned buffers of each `len`, and keeps them.

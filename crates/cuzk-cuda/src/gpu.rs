@@ -10,6 +10,7 @@ use cudarc::nvrtc::Ptx;
 use cuzk_field::{DeviceFq, DeviceFq2, DeviceFr};
 
 use crate::msm::{CurveKernels, MsmKernels};
+use crate::scratch::Scratch;
 use crate::{CudaError, DriverContext};
 
 /// An Fr element as the kernels see it (Montgomery limbs; see `cuzk_field::DeviceFr`).
@@ -99,6 +100,8 @@ pub struct Gpu {
     /// Pinned buffers that MSM results are copied into, kept between calls (allocating pinned memory
     /// costs more than a small MSM).
     results: Mutex<Vec<PinnedHostSlice<u8>>>,
+    /// The MSMs' working buffers, kept between calls.
+    scratch: Arc<Scratch>,
 }
 
 /// Pinned result buffers kept per device: two per MSM for the five MSMs of a proof in flight at
@@ -234,6 +237,7 @@ impl Gpu {
             dummy,
             dummy_u32,
             results: Mutex::new(Vec::new()),
+            scratch: Arc::new(Scratch::default()),
         })
     }
 
@@ -321,6 +325,11 @@ impl Gpu {
             None => self.pinned::<u8>(bytes, true)?,
         };
         Ok(ResultBuffer { gpu: self, buf: Some(buf) })
+    }
+
+    /// The MSMs' working buffers on this device.
+    pub fn scratch(&self) -> &Arc<Scratch> {
+        &self.scratch
     }
 
     /// The context.

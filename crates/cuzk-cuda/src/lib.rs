@@ -6,6 +6,7 @@ mod gpu;
 pub mod kernels;
 pub mod msm;
 pub mod ntt;
+pub mod scratch;
 
 pub use backend::{CudaBackend, GpuBases, GpuPoly, Residency};
 pub use gpu::{DeviceInfo, Gpu, GpuFq, GpuFq2, GpuFr, Timer};
@@ -76,6 +77,14 @@ pub enum CudaError {
         need: usize,
         /// Bytes free for it.
         free: usize,
+    },
+    /// A device self-check found a wrong result: the kernels cannot be trusted on this device.
+    #[error("{op}: self-check failed: {what}")]
+    SelfCheck {
+        /// The operation.
+        op: &'static str,
+        /// What was wrong.
+        what: &'static str,
     },
     /// A failure injected by [`CudaBackend::inject_fault_after`] (for testing error paths).
     #[error("injected CUDA failure in {op}")]

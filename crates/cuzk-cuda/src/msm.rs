@@ -24,6 +24,7 @@ use cudarc::driver::{
 use cuzk_field::{DeviceFq, DeviceFq2, DeviceG1Affine, DeviceG2Affine, DeviceRepr as Layout, LayoutError};
 
 use crate::gpu::ResultBuffer;
+use crate::scratch::ScratchBuf;
 use crate::{CudaError, DriverContext, Gpu, GpuFr};
 
 /// A G1 affine point as the kernels see it (identity = all-zero coordinates).
@@ -443,7 +444,7 @@ fn scan(
     stream: &Arc<CudaStream>,
     input: &CudaSlice<u32>,
     probe: &mut Probe,
-) -> Result<CudaSlice<u32>, CudaError> {
+) -> Result<ScratchBuf<u32>, CudaError> {
     let n = input.len();
     let n32 = u32::try_from(n).map_err(|_| CudaError::Size {
         op: "scan",
@@ -452,8 +453,8 @@ fn scan(
     })?;
     let blocks = n.div_ceil(SCAN_BLOCK).max(1);
     // Both are written whole: every element of out, one sum per block.
-    let mut out = gpu.uninit::<u32>(stream, n)?;
-    let mut sums = gpu.uninit::<u32>(stream, blocks)?;
+    let mut out = gpu.scratch().take::<u32>(stream, n)?;
+    let mut sums = gpu.scratch().take::<u32>(stream, blocks)?;
     let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     probe.before(gpu, stream)?;
     // SAFETY: matches `scan_blocks(const uint32_t* in, uint32_t* out, uint32_t* sums, uint32_t n)`; in and
@@ -477,8 +478,8 @@ fn scan(
 
 /// Counts per bucket and where each bucket's items start: how a data array is cut by bucket.
 struct Segments {
-    count: CudaSlice<u32>,
-    off: CudaSlice<u32>,
+    count: ScratchBuf<u32>,
+    off: ScratchBuf<u32>,
 }
 
 /// The next round's segments when each bucket's items are cut into chunks of `chunk`.
@@ -491,7 +492,7 @@ fn chunk_counts(
     probe: &mut Probe,
 ) -> Result<Segments, CudaError> {
     let buckets = seg.count.len() as u32;
-    let mut count = gpu.uninit::<u32>(stream, seg.count.len())?;
+    let mut count = gpu.scratch().take::<u32>(stream, seg.count.len())?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `msm_chunk_counts(const uint32_t* count, uint32_t buckets, uint32_t L, uint32_t* next)`;
     // both buffers hold `buckets` elements.
@@ -580,7 +581,7 @@ impl<'a, C: MsmCurve> MsmBases<'a, C> {
 /// A batch's bucket entries, sorted by bucket.
 struct Sorted {
     seg: Segments,
-    entries: CudaSlice<u32>,
+    entries: ScratchBuf<u32>,
 }
 
 /// Digits, counts, scan and scatter of one batch on `stream`. `scalars` is the batch's scalars, or
@@ -609,7 +610,7 @@ fn sort(
     let selected = u32::from(select.is_some());
     let select = select.unwrap_or(&dummy);
 
-    let mut count = gpu.zeros::<u32>(stream, buckets as usize)?;
+    let mut count = gpu.scratch().take_zeroed::<u32>(stream, buckets as usize)?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `msm_count(const Fr* scalars, const uint32_t* select, uint32_t selected, uint32_t n,
     // uint32_t c, uint32_t windows, uint32_t* counts)`; scalars hold n elements, or with a selection
@@ -629,10 +630,10 @@ fn sort(
     .during("msm_count")?;
     probe.after(gpu, stream, "msm_count")?;
     let off = scan(gpu, k, stream, &count, probe)?;
-    let mut cursor = gpu.uninit::<u32>(stream, buckets as usize)?;
-    stream.memcpy_dtod(&off, &mut cursor).during("copying bucket offsets")?;
+    let mut cursor = gpu.scratch().take::<u32>(stream, buckets as usize)?;
+    stream.memcpy_dtod(&*off, &mut *cursor).during("copying bucket offsets")?;
     // Only the counted entries are written, and nothing reads past them.
-    let mut entries = gpu.uninit::<u32>(stream, windows as usize * n)?;
+    let mut entries = gpu.scratch().take::<u32>(stream, windows as usize * n)?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `msm_scatter(const Fr* scalars, const uint32_t* select, uint32_t selected, uint32_t n,
     // uint32_t c, uint32_t windows, uint32_t* cursor, uint32_t* entries)`; the scatter writes exactly the
@@ -663,7 +664,7 @@ fn reduce_rows<C: MsmCurve>(
     gpu: &Gpu,
     ck: &CurveKernels,
     stream: &Arc<CudaStream>,
-    input: CudaSlice<C::Xyzz>,
+    input: ScratchBuf<C::Xyzz>,
     rows: u32,
     per_row: u32,
     dst: &mut CudaViewMut<'_, C::Xyzz>,
@@ -676,7 +677,8 @@ fn reduce_rows<C: MsmCurve>(
         let cfg =
             LaunchConfig { grid_dim: (groups, 1, 1), block_dim: (REDUCE_THREADS, 1, 1), shared_mem_bytes: 0 };
         let last = per == per_row;
-        let mut next = if last { None } else { Some(gpu.uninit::<C::Xyzz>(stream, groups as usize)?) };
+        let mut next =
+            if last { None } else { Some(gpu.scratch().take::<C::Xyzz>(stream, groups as usize)?) };
         probe.before(gpu, stream)?;
         let mut launch = stream.launch_builder(&ck.reduce);
         launch.arg(&level).arg(&per);
@@ -706,18 +708,18 @@ fn reduce<C: MsmCurve>(
     sorted: &Sorted,
     plan: &Plan,
     probe: &mut Probe,
-) -> Result<CudaSlice<C::Xyzz>, CudaError> {
+) -> Result<ScratchBuf<C::Xyzz>, CudaError> {
     let k = gpu.msm_kernels()?;
     let ck = if C::NAME == G2::NAME { &k.g2 } else { &k.g1 };
     let n = bases.len();
     let buckets = plan.window_buckets();
     let windows = plan.windows;
     let pieces = plan.pieces;
-    let mut sums = gpu.uninit::<C::Xyzz>(stream, windows as usize + 1)?;
+    let mut sums = gpu.scratch().take::<C::Xyzz>(stream, windows as usize + 1)?;
 
     // The ones: a batch addition of the points listed in the bucket after the windows'.
     let ones = plan.ones_threads;
-    let mut partials = gpu.uninit::<C::Xyzz>(stream, ones as usize)?;
+    let mut partials = gpu.scratch().take::<C::Xyzz>(stream, ones as usize)?;
     {
         // The stream waits for the sort (on the side stream) here, before the probe's start event,
         // so the first kernel's span is its own and not the sort's too.
@@ -749,8 +751,8 @@ fn reduce<C: MsmCurve>(
     // fall in.
     let mut items = pieces as usize + buckets as usize;
     let mut next = Segments {
-        count: gpu.uninit::<u32>(stream, buckets as usize)?,
-        off: gpu.uninit(stream, buckets as usize)?,
+        count: gpu.scratch().take::<u32>(stream, buckets as usize)?,
+        off: gpu.scratch().take(stream, buckets as usize)?,
     };
     probe.before(gpu, stream)?;
     // SAFETY: matches `msm_flat_counts(const uint32_t* count, const uint32_t* off, uint32_t buckets,
@@ -770,7 +772,7 @@ fn reduce<C: MsmCurve>(
     .during("msm_flat_counts")?;
     probe.after(gpu, stream, "msm_flat_counts")?;
     // Slots no thread writes are never read: msm_flat_counts points each bucket at its written ones.
-    let mut data = gpu.uninit::<C::Xyzz>(stream, items)?;
+    let mut data = gpu.scratch().take::<C::Xyzz>(stream, items)?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `G_sum_affine(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,
     // const uint32_t* off, uint32_t buckets, uint32_t pieces, Xyzz<F>* out)`; entries index bases below
@@ -797,7 +799,7 @@ fn reduce<C: MsmCurve>(
     while most > 1 {
         let next = chunk_counts(gpu, k, stream, &seg, LATER_CHUNK, probe)?;
         let next_items = items / LATER_CHUNK as usize + buckets as usize;
-        let mut out = gpu.uninit::<C::Xyzz>(stream, next_items)?;
+        let mut out = gpu.scratch().take::<C::Xyzz>(stream, next_items)?;
         probe.before(gpu, stream)?;
         // SAFETY: matches `G_sum_xyzz(const Xyzz<F>* in, const uint32_t* count, const uint32_t* off,
         // const uint32_t* off_next, uint32_t buckets, uint32_t L, Xyzz<F>* out)`; the ranges read lie in
@@ -824,7 +826,7 @@ fn reduce<C: MsmCurve>(
     }
 
     let (segments, half) = (plan.segments, plan.half);
-    let mut level = gpu.uninit::<C::Xyzz>(stream, (windows * segments) as usize)?;
+    let mut level = gpu.scratch().take::<C::Xyzz>(stream, (windows * segments) as usize)?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `G_window_segments(const Xyzz<F>* data, const uint32_t* count, const uint32_t* off,
     // uint32_t windows, uint32_t half, uint32_t segments, Xyzz<F>* out)`; every bucket has count 0 or 1
@@ -948,8 +950,8 @@ pub fn msm_start<'g, C: MsmCurve>(
         None => sort(gpu, side, &scalars.slice(r.clone()), None, r.len(), &plan, probe),
     };
     // Host-resident bases go through two device buffers, filled on the copy stream.
-    let mut staged: Vec<CudaSlice<C::Affine>> = Vec::new();
-    let upload = |staged: &mut Vec<CudaSlice<C::Affine>>, i: usize| -> Result<(), CudaError> {
+    let mut staged: Vec<ScratchBuf<C::Affine>> = Vec::new();
+    let upload = |staged: &mut Vec<ScratchBuf<C::Affine>>, i: usize| -> Result<(), CudaError> {
         let Points::Host(host) = bases.points else { return Ok(()) };
         let r = &ranges[i];
         let src = host.as_slice().during("reading pinned bases")?;
@@ -960,7 +962,7 @@ pub fn msm_start<'g, C: MsmCurve>(
     if let Points::Host(_) = bases.points {
         for _ in 0..ranges.len().min(2) {
             // Each batch reads only the front its upload filled.
-            staged.push(gpu.uninit::<C::Affine>(copy, batch_len)?);
+            staged.push(gpu.scratch().take::<C::Affine>(copy, batch_len)?);
         }
         upload(&mut staged, 0)?;
     }

@@ -560,7 +560,7 @@ fn an_injected_cuda_failure_fails_that_proof_and_the_next_one_is_right() {
 }
 
 #[test]
-fn reserved_slots_serve_every_proof_and_oversized_partitions_are_refused() {
+fn reserved_slots_and_msm_workspace_serve_every_proof_and_oversized_partitions_are_refused() {
     use cuzk_groth16::{prove_staged, stage};
     let gpu = backend();
     let mut rng = seeded_rng("groth16_arena");
@@ -568,6 +568,9 @@ fn reserved_slots_serve_every_proof_and_oversized_partitions_are_refused() {
     let pk = keygen(circuit, &mut rng);
     let gpu_key = PreparedKey::new(&gpu, pk.clone()).unwrap();
     let cpu_key = PreparedKey::new(&CpuBackend, pk).unwrap();
+    let workspace = gpu.reserve_msm_workspace(&gpu_key).unwrap();
+    assert!(workspace > 0, "the MSMs' buffers are on their shelves");
+    let scratch_misses = gpu.gpu().scratch().misses();
     let slots = gpu.reserve_partition_slots(gpu_key.domain_size(), gpu_key.variables(), 2).unwrap();
     assert_eq!(slots, 2);
     // Reserving again for the same sizes allocates nothing more.
@@ -600,6 +603,12 @@ fn reserved_slots_serve_every_proof_and_oversized_partitions_are_refused() {
         misses,
         "a proof allocated partition buffers outside the reserved slots"
     );
+    assert_eq!(
+        gpu.gpu().scratch().misses(),
+        scratch_misses,
+        "a proof allocated MSM buffers the workspace reservation did not make"
+    );
+    assert_eq!(gpu.gpu().scratch().owned_bytes(), workspace, "the MSMs' buffers stayed the same");
     // A partition larger than the device: a clear error, nothing allocated.
     let err = gpu.reserve_partition_slots(1 << 40, 1 << 40, 1).expect_err("2^40 rows cannot fit");
     assert!(err.to_string().contains("needs") && err.to_string().contains("device memory"), "{err}");

@@ -86,6 +86,16 @@ impl<B: Backend> PreparedKey<B> {
         .sum()
     }
 
+    /// The G1 query bases: A, B, L and H.
+    pub fn g1_bases(&self) -> [&B::G1Bases; 4] {
+        [&self.a, &self.b_g1, &self.l, &self.h]
+    }
+
+    /// The G2 query bases: B.
+    pub fn g2_bases(&self) -> &B::G2Bases {
+        &self.b_g2
+    }
+
     /// Variables (instance and witness) of the circuits the key was made for: the length of `z`.
     pub fn variables(&self) -> usize {
         self.a.len()

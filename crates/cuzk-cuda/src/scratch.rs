@@ -1,0 +1,281 @@
+//! The MSMs' working buffers: bucket counts and offsets, sorted entries, partial sums, window sums.
+//!
+//! Their sizes follow from an MSM's plan, so the MSMs of one key ask for the same buffers proof after
+//! proof. Each device keeps them on shelves by element type and length: an MSM takes its buffers from
+//! the shelf and puts them back when it has queued its kernels, and only a shelf that is short
+//! allocates. [`crate::CudaBackend::reserve_msm_workspace`] fills the shelves for a key's five MSMs when
+//! the key is loaded, so proofs allocate none of them.
+//!
+//! A buffer put back may still be in use by queued kernels. cudarc orders its next use after them
+//! through the buffer's read and write events, on whichever stream that is. So that two MSMs queued
+//! back to back do not wait on each other (the second one's sort on the side stream would otherwise wait
+//! for the first one's sums on the compute stream to finish reading the same buffer), a shelf hands out
+//! its buffers in turn (first back, first out) and grows to at least [`SPARE`] buffers before it
+//! reuses one.
+
+use std::any::{Any, TypeId};
+use std::collections::{HashMap, VecDeque};
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchArgs, PushKernelArg, ValidAsZeroBits};
+
+use crate::{CudaError, DriverContext};
+
+/// Buffers a shelf owns before it reuses one.
+pub const SPARE: usize = 2;
+
+/// Bytes of free buffers kept over all shelves; a buffer coming back beyond that is freed.
+const KEPT_BYTES: usize = 24 << 30;
+
+/// A shelf's key: element type and length.
+type Key = (TypeId, usize);
+
+#[derive(Debug)]
+struct Shelf<B> {
+    free: VecDeque<B>,
+    /// Buffers of this key in existence (on the shelf or lent).
+    owned: usize,
+}
+
+impl<B> Default for Shelf<B> {
+    fn default() -> Self {
+        Self { free: VecDeque::new(), owned: 0 }
+    }
+}
+
+/// The bookkeeping of the shelves, apart from what a buffer is (so it is tested without a device).
+#[derive(Debug)]
+pub(crate) struct Shelves<B> {
+    shelves: HashMap<Key, Shelf<B>>,
+    /// Bytes of the buffers on the shelves.
+    free_bytes: usize,
+    /// Bytes of the buffers in existence.
+    owned_bytes: usize,
+    /// Free bytes kept at most.
+    kept_bytes: usize,
+    /// Buffers allocated because the shelf was short.
+    misses: u64,
+}
+
+impl<B> Shelves<B> {
+    pub(crate) fn new(kept_bytes: usize) -> Self {
+        Self { shelves: HashMap::new(), free_bytes: 0, owned_bytes: 0, kept_bytes, misses: 0 }
+    }
+
+    /// A buffer for `key` from its shelf, or `None` when the caller must allocate one (counted as
+    /// owned from now on; [`Shelves::failed`] takes that back if the allocation fails).
+    pub(crate) fn take(&mut self, key: Key, bytes: usize) -> Option<B> {
+        let shelf = self.shelves.entry(key).or_default();
+        if shelf.owned >= SPARE {
+            if let Some(b) = shelf.free.pop_front() {
+                self.free_bytes -= bytes;
+                return Some(b);
+            }
+        }
+        shelf.owned += 1;
+        self.owned_bytes += bytes;
+        self.misses += 1;
+        None
+    }
+
+    /// The allocation [`Shelves::take`] asked for failed.
+    pub(crate) fn failed(&mut self, key: Key, bytes: usize) {
+        if let Some(shelf) = self.shelves.get_mut(&key) {
+            shelf.owned = shelf.owned.saturating_sub(1);
+            self.owned_bytes = self.owned_bytes.saturating_sub(bytes);
+        }
+    }
+
+    /// Puts a buffer back on its shelf; hands it back to be freed when the shelves hold enough.
+    pub(crate) fn give(&mut self, key: Key, bytes: usize, b: B) -> Option<B> {
+        let shelf = self.shelves.entry(key).or_default();
+        if self.free_bytes + bytes <= self.kept_bytes {
+            shelf.free.push_back(b);
+            self.free_bytes += bytes;
+            None
+        } else {
+            shelf.owned = shelf.owned.saturating_sub(1);
+            self.owned_bytes = self.owned_bytes.saturating_sub(bytes);
+            Some(b)
+        }
+    }
+}
+
+/// One device's shelves of MSM buffers.
+pub struct Scratch {
+    shelves: Mutex<Shelves<Box<dyn Any + Send>>>,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Self { shelves: Mutex::new(Shelves::new(KEPT_BYTES)) }
+    }
+}
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scratch")
+            .field("owned_bytes", &self.owned_bytes())
+            .field("misses", &self.misses())
+            .finish()
+    }
+}
+
+impl Scratch {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shelves<Box<dyn Any + Send>>> {
+        self.shelves.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A buffer of `n` elements whose contents are whatever its last user left (a new one allocated on
+    /// `stream` when the shelf is short): for buffers a kernel or a copy fills before anything reads
+    /// them.
+    pub(crate) fn take<T: DeviceRepr + ValidAsZeroBits + Send + 'static>(
+        self: &Arc<Self>,
+        stream: &Arc<CudaStream>,
+        n: usize,
+    ) -> Result<ScratchBuf<T>, CudaError> {
+        let n = n.max(1);
+        let (key, bytes) = ((TypeId::of::<T>(), n), n * std::mem::size_of::<T>());
+        let reused = self.lock().take(key, bytes);
+        let buf = match reused.map(|b| b.downcast::<CudaSlice<T>>()) {
+            Some(Ok(b)) => *b,
+            // Shelves are keyed by type: a buffer of another type is never there.
+            Some(Err(_)) | None => {
+                // SAFETY: the element types are plain data for which every bit pattern is a value (the
+                // `ValidAsZeroBits` bound stands for that here); callers only read what they wrote.
+                match unsafe { stream.alloc::<T>(n) }.during("allocating MSM scratch memory") {
+                    Ok(b) => b,
+                    Err(e) => {
+                        self.lock().failed(key, bytes);
+                        return Err(e);
+                    }
+                }
+            }
+        };
+        Ok(ScratchBuf { buf: ManuallyDrop::new(buf), home: self.clone() })
+    }
+
+    /// As [`Scratch::take`], zeroed on `stream`.
+    pub(crate) fn take_zeroed<T: DeviceRepr + ValidAsZeroBits + Send + 'static>(
+        self: &Arc<Self>,
+        stream: &Arc<CudaStream>,
+        n: usize,
+    ) -> Result<ScratchBuf<T>, CudaError> {
+        let mut buf = self.take::<T>(stream, n)?;
+        stream.memset_zeros(&mut *buf).during("zeroing MSM scratch memory")?;
+        Ok(buf)
+    }
+
+    /// Buffers allocated because a shelf was short, since the device was opened: after
+    /// [`crate::CudaBackend::reserve_msm_workspace`], proving with that key leaves it unchanged.
+    pub fn misses(&self) -> u64 {
+        self.lock().misses
+    }
+
+    /// Device bytes of the MSM buffers in existence, on the shelves or in use.
+    pub fn owned_bytes(&self) -> usize {
+        self.lock().owned_bytes
+    }
+}
+
+/// A device buffer from a [`Scratch`], back on its shelf when dropped.
+pub(crate) struct ScratchBuf<T: 'static> {
+    buf: ManuallyDrop<CudaSlice<T>>,
+    home: Arc<Scratch>,
+}
+
+impl<T> std::ops::Deref for ScratchBuf<T> {
+    type Target = CudaSlice<T>;
+    fn deref(&self) -> &CudaSlice<T> {
+        &self.buf
+    }
+}
+
+impl<T> std::ops::DerefMut for ScratchBuf<T> {
+    fn deref_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.buf
+    }
+}
+
+// SAFETY: pushes exactly what the `&CudaSlice<T>` impl pushes (the buffer's device pointer and its events),
+// by delegating to it.
+unsafe impl<'a, 'b: 'a, T> PushKernelArg<&'b ScratchBuf<T>> for LaunchArgs<'a> {
+    fn arg(&mut self, arg: &'b ScratchBuf<T>) -> &mut Self {
+        self.arg(&*arg.buf)
+    }
+}
+
+// SAFETY: as above, for the `&mut CudaSlice<T>` impl.
+unsafe impl<'a, 'b: 'a, T> PushKernelArg<&'b mut ScratchBuf<T>> for LaunchArgs<'a> {
+    fn arg(&mut self, arg: &'b mut ScratchBuf<T>) -> &mut Self {
+        self.arg(&mut *arg.buf)
+    }
+}
+
+impl<T: 'static> Drop for ScratchBuf<T> {
+    fn drop(&mut self) {
+        // SAFETY: `buf` is taken exactly once, here, and never used afterwards.
+        let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
+        let (key, bytes) = ((TypeId::of::<T>(), buf.len()), buf.len() * std::mem::size_of::<T>());
+        let boxed: Box<dyn Any + Send> = Box::new(buf);
+        // Freed outside the lock when the shelves are full (in stream order, after its users).
+        let spill = self.home.lock().give(key, bytes, boxed);
+        drop(spill);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(len: usize) -> Key {
+        (TypeId::of::<u32>(), len)
+    }
+
+    #[test]
+    fn a_shelf_grows_to_two_buffers_then_lends_them_in_turn() {
+        let mut s: Shelves<&'static str> = Shelves::new(1 << 20);
+        // First MSM of a size: allocates.
+        assert_eq!(s.take(key(8), 32), None);
+        assert_eq!(s.give(key(8), 32, "x"), None);
+        // Second: allocates too, although x is back, so two MSMs queued back to back do not share.
+        assert_eq!(s.take(key(8), 32), None);
+        assert_eq!(s.give(key(8), 32, "y"), None);
+        // From now on, x and y in turn, and nothing more is allocated.
+        let order: Vec<_> = (0..4)
+            .map(|_| {
+                let b = s.take(key(8), 32).expect("a buffer on the shelf");
+                assert_eq!(s.give(key(8), 32, b), None);
+                b
+            })
+            .collect();
+        assert_eq!(order, ["x", "y", "x", "y"]);
+        assert_eq!(s.misses, 2);
+        assert_eq!((s.owned_bytes, s.free_bytes), (64, 64));
+        // Another length is another shelf.
+        assert_eq!(s.take(key(9), 36), None);
+        assert_eq!(s.misses, 3);
+    }
+
+    #[test]
+    fn buffers_in_use_at_once_are_all_kept_and_a_full_store_frees() {
+        let mut s: Shelves<u32> = Shelves::new(100);
+        // Three in use at once: three allocations, then all three come back and are kept.
+        for _ in 0..3 {
+            assert_eq!(s.take(key(1), 30), None);
+        }
+        for b in 0..3 {
+            assert_eq!(s.give(key(1), 30, b), None);
+        }
+        assert_eq!((s.owned_bytes, s.free_bytes), (90, 90));
+        // A fourth buffer beyond the 100 bytes kept is handed back to be freed.
+        assert_eq!(s.take(key(2), 40), None);
+        assert_eq!(s.give(key(2), 40, 7), Some(7));
+        assert_eq!(s.owned_bytes, 90);
+        // A failed allocation is not counted as owned.
+        assert_eq!(s.take(key(3), 5), None);
+        s.failed(key(3), 5);
+        assert_eq!(s.owned_bytes, 90);
+    }
+}
