@@ -7,10 +7,32 @@ use serde_json::Value;
 
 /// Runs the GPU suite on this machine; it fails (never passes) when there is no GPU.
 pub(crate) fn gpu_test(root: &Path, extra: &[String]) -> Result<(), String> {
-    let mut args = vec!["test", "-p", "cuzk-cuda", "--features", "gpu-tests", "--release", "--locked", "--"];
+    let mut args = GPU_TESTS.to_vec();
+    args.push("--");
     args.extend(extra.iter().map(String::as_str));
     crate::cargo_in(root, &args)
 }
+
+/// The GPU suite: the CUDA backend's tests and the engine's on the GPUs.
+const GPU_TESTS: [&str; 14] = [
+    "test",
+    "-p",
+    "cuzk-cuda",
+    "-p",
+    "cuzk",
+    "--features",
+    "cuzk-cuda/gpu-tests,cuzk/gpu-tests",
+    "--release",
+    "--locked",
+    "--test",
+    "gpu",
+    "--test",
+    "gpu_engine",
+    "-q",
+];
+
+/// The GPU test binaries by test target name, and their names in the bundle.
+const GPU_TEST_BINARIES: [(&str, &str); 2] = [("gpu", "gpu-tests"), ("gpu_engine", "gpu-engine-tests")];
 
 /// Builds the GPU test and bench binaries (kernels embedded, gzipped) into `.gpu-bundle/` with `run.sh`,
 /// for a GPU host without a Rust toolchain: `.gpu-bundle/run.sh OUTDIR` unpacks and runs them all and
@@ -18,22 +40,30 @@ pub(crate) fn gpu_test(root: &Path, extra: &[String]) -> Result<(), String> {
 pub(crate) fn bundle(root: &Path) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(&cargo)
-        .args(["test", "-p", "cuzk-cuda", "--features", "gpu-tests", "--release", "--locked", "--no-run"])
-        .args(["--message-format=json-render-diagnostics"])
+        .args(&GPU_TESTS[..GPU_TESTS.len() - 1])
+        .args(["--no-run", "--message-format=json-render-diagnostics"])
         .current_dir(root)
         .output()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !out.status.success() {
         return Err(format!("building the GPU tests failed:\n{}", String::from_utf8_lossy(&out.stderr)));
     }
-    let mut tests = None;
+    let mut tests = Vec::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let Ok(msg) = serde_json::from_str::<Value>(line) else { continue };
-        if msg["reason"] == "compiler-artifact" && msg["target"]["name"] == "gpu" {
-            tests = msg["executable"].as_str().map(str::to_owned);
+        let name = msg["target"]["name"].as_str().unwrap_or_default();
+        if let Some((_, bundled)) = GPU_TEST_BINARIES.iter().find(|(target, _)| *target == name) {
+            if let (true, Some(exe)) = (msg["reason"] == "compiler-artifact", msg["executable"].as_str()) {
+                tests.push((exe.to_owned(), *bundled));
+            }
         }
     }
-    let tests = tests.ok_or("no GPU test executable was built")?;
+    if tests.len() != GPU_TEST_BINARIES.len() {
+        return Err(format!(
+            "expected {} GPU test executables, cargo built {tests:?}",
+            GPU_TEST_BINARIES.len()
+        ));
+    }
     crate::cargo_in(
         root,
         &[
@@ -56,7 +86,9 @@ pub(crate) fn bundle(root: &Path) -> Result<(), String> {
     let dir = root.join(".gpu-bundle");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    std::fs::copy(&tests, dir.join("gpu-tests")).map_err(|e| format!("{tests}: {e}"))?;
+    for (exe, bundled) in &tests {
+        std::fs::copy(exe, dir.join(bundled)).map_err(|e| format!("{exe}: {e}"))?;
+    }
     for example in ["gpu_bench", "ntt_profile", "msm_bench"] {
         let bin = root.join("target/release/examples").join(example);
         std::fs::copy(&bin, dir.join(example)).map_err(|e| format!("{}: {e}", bin.display()))?;
@@ -66,7 +98,7 @@ pub(crate) fn bundle(root: &Path) -> Result<(), String> {
     // Each binary embeds the kernels' PTX, which gzip shrinks about sixfold: the bundle then fits
     // through a small upload. run.sh unpacks the binaries first.
     let status = Command::new("gzip")
-        .args(["-9", "-f", "gpu-tests", "gpu_bench", "ntt_profile", "msm_bench", "cuzk"])
+        .args(["-9", "-f", "gpu-tests", "gpu-engine-tests", "gpu_bench", "ntt_profile", "msm_bench", "cuzk"])
         .current_dir(&dir)
         .status()
         .map_err(|e| format!("cannot run gzip: {e}"))?;
@@ -94,6 +126,7 @@ mkdir -p "$out"
 status=0
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/device.txt" 2>&1 || true
 "$here/gpu-tests" --test-threads=1 2>&1 | tee "$out/gpu-tests.log" || status=1
+"$here/gpu-engine-tests" --test-threads=1 2>&1 | tee -a "$out/gpu-tests.log" || status=1
 "$here/gpu_bench" --json "$out/bench.json" 2>&1 | tee "$out/bench.md" || status=1
 "$here/ntt_profile" 20 24 2>&1 | tee "$out/ntt-profile.txt" || status=1
 "$here/msm_bench" --json "$out/msm.json" 2>&1 | tee "$out/msm.md" || status=1

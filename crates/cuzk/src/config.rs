@@ -53,12 +53,21 @@ pub struct Config {
     /// includes the satisfaction check. Off, every partition builds its own matrices (full synthesis).
     /// Keys without a shape are synthesized in full either way.
     pub witness_only: bool,
+    /// The CUDA devices to prove on, by ordinal; `None` (the default) for every device. Keys are made
+    /// resident on each of them, and a pipeline runs its GPU workers on each.
+    pub cuda_devices: Option<Vec<usize>>,
 }
 
 impl Default for Config {
     /// The best backend available, with every check on.
     fn default() -> Self {
-        Self { backend: BackendKind::Auto, check_witness: true, verify_proofs: true, witness_only: true }
+        Self {
+            backend: BackendKind::Auto,
+            check_witness: true,
+            verify_proofs: true,
+            witness_only: true,
+            cuda_devices: None,
+        }
     }
 }
 

@@ -16,50 +16,140 @@ use rayon::prelude::*;
 
 use crate::{BackendKind, Config, Error};
 
-/// The CUDA backend on device 0 with every kernel module loaded, or why it cannot be used.
-fn open_cuda() -> Result<Arc<CudaBackend>, String> {
-    let backend = CudaBackend::new(0).map_err(|e| format!("no usable CUDA GPU: {e}"))?;
-    backend.load_kernels().map_err(|e| format!("the CUDA kernels do not load: {e}"))?;
-    Ok(Arc::new(backend))
+/// The CUDA backends of `devices` (every device when `None`) with every kernel module loaded, or why
+/// they cannot be used.
+fn open_cuda(devices: Option<&[usize]>) -> Result<Vec<Arc<CudaBackend>>, String> {
+    let ordinals: Vec<usize> = match devices {
+        Some([]) => return Err("the list of CUDA devices is empty".into()),
+        Some(list) => list.to_vec(),
+        None => {
+            (0..cuzk_cuda::Gpu::discover().map_err(|e| format!("no usable CUDA GPU: {e}"))?.len()).collect()
+        }
+    };
+    if let Some(d) = ordinals.iter().enumerate().find_map(|(i, d)| ordinals[..i].contains(d).then_some(d)) {
+        return Err(format!("CUDA device {d} is listed twice"));
+    }
+    ordinals
+        .into_iter()
+        .map(|ordinal| {
+            let backend =
+                CudaBackend::new(ordinal).map_err(|e| format!("no usable CUDA GPU {ordinal}: {e}"))?;
+            backend
+                .load_kernels()
+                .map_err(|e| format!("the CUDA kernels do not load on GPU {ordinal}: {e}"))?;
+            Ok(Arc::new(backend))
+        })
+        .collect()
 }
 
 enum Backends {
     Cpu(CpuBackend),
-    Cuda(Arc<CudaBackend>),
+    /// One backend per GPU the engine proves on.
+    Cuda(Vec<Arc<CudaBackend>>),
+}
+
+fn device_error(op: &'static str, e: cuzk_cuda::CudaError) -> Error {
+    Error::Prove(cuzk_groth16::ProveError::Backend(cuzk_groth16::BackendError::Device {
+        op,
+        source: Box::new(e),
+    }))
 }
 
 /// Reserves device buffers for up to `want` of `key`'s partitions on `backend` (see
 /// [`CudaBackend::reserve_partition_slots`]); returns how many were reserved.
 fn reserve_slots(backend: &CudaBackend, key: &PreparedKey<CudaBackend>, want: usize) -> Result<usize, Error> {
-    backend.reserve_partition_slots(key.domain_size(), key.variables(), want).map_err(|e| {
-        Error::Prove(cuzk_groth16::ProveError::Backend(cuzk_groth16::BackendError::Device {
-            op: "reserve_partition_slots",
-            source: Box::new(e),
-        }))
-    })
+    backend
+        .reserve_partition_slots(key.domain_size(), key.variables(), want)
+        .map_err(|e| device_error("reserve_partition_slots", e))
 }
 
-/// A key prepared by one backend. A CUDA key holds its backend (the device its bases live on).
+/// A key resident on one GPU, with that GPU's backend.
+pub(crate) struct CudaKey {
+    key: PreparedKey<CudaBackend>,
+    backend: Arc<CudaBackend>,
+}
+
+impl CudaKey {
+    /// Makes `pk` resident on `backend`'s GPU with the MSMs' buffers and one partition's device
+    /// buffers reserved: a key whose partitions cannot fit beside it is refused here, and proofs
+    /// allocate nothing.
+    fn load(backend: &Arc<CudaBackend>, pk: ProvingKey<Bls12_381>) -> Result<Self, Error> {
+        let key = PreparedKey::new(&**backend, pk)?;
+        backend.reserve_msm_workspace(&key).map_err(|e| device_error("reserve_msm_workspace", e))?;
+        reserve_slots(backend, &key, 1)?;
+        Ok(Self { key, backend: backend.clone() })
+    }
+}
+
+/// A key prepared by one backend. A CUDA key is resident on every GPU of the engine, each copy with
+/// its backend.
 // One per key and always behind an Arc: the variants' size difference costs nothing.
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum KeyInner {
     Cpu(PreparedKey<CpuBackend>),
-    Cuda(PreparedKey<CudaBackend>, Arc<CudaBackend>),
+    Cuda(CudaKeys),
 }
 
-/// A partition moved into a key's backend memory ([`KeyInner::stage`]).
+/// A key resident on several GPUs: GPU 0's copy, then the others'.
+pub(crate) struct CudaKeys {
+    first: CudaKey,
+    others: Vec<CudaKey>,
+    /// The device the next single proof goes to (in turn).
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl CudaKeys {
+    fn len(&self) -> usize {
+        1 + self.others.len()
+    }
+
+    fn get(&self, device: usize) -> Result<&CudaKey, cuzk_groth16::ProveError> {
+        match device.checked_sub(1) {
+            None => Ok(&self.first),
+            Some(i) => self.others.get(i).ok_or_else(|| no_device(device, self.len())),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &CudaKey> {
+        std::iter::once(&self.first).chain(&self.others)
+    }
+}
+
+/// A partition moved into a key's backend memory ([`KeyInner::stage`]); on CUDA, with the device.
 pub(crate) enum StagedInner {
     Cpu(cuzk_groth16::Staged<CpuBackend>),
-    Cuda(cuzk_groth16::Staged<CudaBackend>),
+    Cuda(cuzk_groth16::Staged<CudaBackend>, usize),
+}
+
+fn no_device(device: usize, devices: usize) -> cuzk_groth16::ProveError {
+    cuzk_groth16::ProveError::Backend(cuzk_groth16::BackendError::Device {
+        op: "prove",
+        source: format!("GPU {device} asked for, the key is resident on {devices}").into(),
+    })
 }
 
 impl KeyInner {
-    /// Moves a synthesized partition's data into the memory of the key's backend (the upload half of
-    /// [`KeyInner::prove`]).
-    pub(crate) fn stage(&self, syn: &Synthesized) -> Result<StagedInner, cuzk_groth16::ProveError> {
+    /// GPUs the key is resident on (one for the CPU backend: the host).
+    pub(crate) fn devices(&self) -> usize {
+        match self {
+            KeyInner::Cpu(_) => 1,
+            KeyInner::Cuda(keys) => keys.len(),
+        }
+    }
+
+    /// Moves a synthesized partition's data into the memory of the key's backend on `device` (an
+    /// index among the engine's GPUs; 0 on the CPU): the upload half of [`KeyInner::prove`].
+    pub(crate) fn stage(
+        &self,
+        device: usize,
+        syn: &Synthesized,
+    ) -> Result<StagedInner, cuzk_groth16::ProveError> {
         match self {
             KeyInner::Cpu(k) => cuzk_groth16::stage(&CpuBackend, k, syn).map(StagedInner::Cpu),
-            KeyInner::Cuda(k, b) => cuzk_groth16::stage(&**b, k, syn).map(StagedInner::Cuda),
+            KeyInner::Cuda(keys) => {
+                let d = keys.get(device)?;
+                cuzk_groth16::stage(&*d.backend, &d.key, syn).map(|st| StagedInner::Cuda(st, device))
+            }
         }
     }
 
@@ -76,8 +166,10 @@ impl KeyInner {
             (KeyInner::Cpu(k), StagedInner::Cpu(st)) => {
                 cuzk_groth16::prove_staged(&CpuBackend, k, syn, st, r, s, options)
             }
-            (KeyInner::Cuda(k, b), StagedInner::Cuda(st)) => {
-                cuzk_groth16::prove_staged(&**b, k, syn, st, r, s, options)
+            (KeyInner::Cuda(keys), StagedInner::Cuda(st, device)) => {
+                // The device the partition was staged on: its buffers never cross devices.
+                let d = keys.get(device)?;
+                cuzk_groth16::prove_staged(&*d.backend, &d.key, syn, st, r, s, options)
             }
             _ => Err(cuzk_groth16::ProveError::Backend(cuzk_groth16::BackendError::Device {
                 op: "prove_staged",
@@ -91,7 +183,7 @@ impl KeyInner {
     pub(crate) fn host_bytes(&self) -> u64 {
         match self {
             KeyInner::Cpu(k) => k.host_bytes(),
-            KeyInner::Cuda(k, b) => k.host_bytes() + b.staging_bytes(),
+            KeyInner::Cuda(keys) => keys.iter().map(|d| d.key.host_bytes() + d.backend.staging_bytes()).sum(),
         }
     }
 
@@ -103,7 +195,7 @@ impl KeyInner {
     ) -> Result<(), cuzk_groth16::ProveError> {
         match self {
             KeyInner::Cpu(k) => cuzk_groth16::verify(k, proof, inputs),
-            KeyInner::Cuda(k, _) => cuzk_groth16::verify(k, proof, inputs),
+            KeyInner::Cuda(keys) => cuzk_groth16::verify(&keys.first.key, proof, inputs),
         }
     }
 
@@ -117,7 +209,12 @@ impl KeyInner {
     ) -> Result<(Proof<Bls12_381>, StageTimes), cuzk_groth16::ProveError> {
         match self {
             KeyInner::Cpu(k) => cuzk_groth16::prove(&CpuBackend, k, syn, r, s, options),
-            KeyInner::Cuda(k, b) => cuzk_groth16::prove(&**b, k, syn, r, s, options),
+            KeyInner::Cuda(keys) => {
+                // Single proofs take the GPUs in turn.
+                let turn = keys.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % keys.len();
+                let d = keys.get(turn)?;
+                cuzk_groth16::prove(&*d.backend, &d.key, syn, r, s, options)
+            }
         }
     }
 }
@@ -155,7 +252,7 @@ impl Key {
     pub fn with_shape(&self, shape: Arc<R1csShape>) -> Result<Key, Error> {
         match &*self.inner {
             KeyInner::Cpu(k) => k.check_fits(&shape.counts())?,
-            KeyInner::Cuda(k, _) => k.check_fits(&shape.counts())?,
+            KeyInner::Cuda(keys) => keys.first.key.check_fits(&shape.counts())?,
         }
         Ok(Key { inner: self.inner.clone(), shape: Some(shape) })
     }
@@ -169,22 +266,27 @@ impl Key {
     pub fn vk(&self) -> &VerifyingKey<Bls12_381> {
         match &*self.inner {
             KeyInner::Cpu(k) => k.vk(),
-            KeyInner::Cuda(k, _) => k.vk(),
+            KeyInner::Cuda(keys) => keys.first.key.vk(),
         }
+    }
+
+    /// Devices the key is resident on: the GPUs of a CUDA engine, 1 (the host) for the CPU backend.
+    pub fn devices(&self) -> usize {
+        self.inner.devices()
     }
 
     /// The NTT domain size of the circuit the key was made for.
     pub fn domain_size(&self) -> usize {
         match &*self.inner {
             KeyInner::Cpu(k) => k.domain_size(),
-            KeyInner::Cuda(k, _) => k.domain_size(),
+            KeyInner::Cuda(keys) => keys.first.key.domain_size(),
         }
     }
 
     fn backend_name(&self) -> &'static str {
         match &*self.inner {
             KeyInner::Cpu(_) => CpuBackend.name(),
-            KeyInner::Cuda(_, b) => b.name(),
+            KeyInner::Cuda(keys) => keys.first.backend.name(),
         }
     }
 }
@@ -296,13 +398,14 @@ impl Engine {
     /// no device, or kernels that do not load); `BackendKind::Auto` then falls back to the CPU and says
     /// why in [`Engine::backend_note`].
     pub fn new(config: Config) -> Result<Self, Error> {
+        let devices = config.cuda_devices.as_deref();
         let (backend, note) = match config.backend {
             BackendKind::Cpu => (Backends::Cpu(CpuBackend), None),
-            BackendKind::Auto => match open_cuda() {
+            BackendKind::Auto => match open_cuda(devices) {
                 Ok(b) => (Backends::Cuda(b), None),
                 Err(why) => (Backends::Cpu(CpuBackend), Some(format!("using the CPU: {why}"))),
             },
-            BackendKind::Cuda => match open_cuda() {
+            BackendKind::Cuda => match open_cuda(devices) {
                 Ok(b) => (Backends::Cuda(b), None),
                 Err(reason) => return Err(Error::BackendUnavailable { backend: BackendKind::Cuda, reason }),
             },
@@ -319,7 +422,15 @@ impl Engine {
     pub fn backend_name(&self) -> &'static str {
         match &self.backend {
             Backends::Cpu(b) => b.name(),
-            Backends::Cuda(b) => b.name(),
+            Backends::Cuda(_) => "cuda",
+        }
+    }
+
+    /// The devices the engine proves on: the GPUs' ordinals with CUDA, none with the CPU backend.
+    pub fn cuda_devices(&self) -> Vec<usize> {
+        match &self.backend {
+            Backends::Cpu(_) => Vec::new(),
+            Backends::Cuda(b) => b.iter().map(|b| b.gpu().info().ordinal).collect(),
         }
     }
 
@@ -342,12 +453,25 @@ impl Engine {
     pub fn load_key(&self, pk: ProvingKey<Bls12_381>) -> Result<Key, Error> {
         let inner = match &self.backend {
             Backends::Cpu(b) => KeyInner::Cpu(PreparedKey::new(b, pk)?),
-            Backends::Cuda(b) => {
-                let key = PreparedKey::new(&**b, pk)?;
-                // One partition's device buffers now, so a key whose partitions cannot fit beside it
-                // is refused here, and the first proof allocates nothing.
-                reserve_slots(b, &key, 1)?;
-                KeyInner::Cuda(key, b.clone())
+            Backends::Cuda(backends) => {
+                let none = || Error::BackendUnavailable {
+                    backend: BackendKind::Cuda,
+                    reason: "the engine has no CUDA device".into(),
+                };
+                let (last, rest) = backends.split_last().ok_or_else(none)?;
+                // The last device takes the key itself; the others a copy each, one at a time.
+                let mut keys = Vec::with_capacity(backends.len());
+                for b in rest {
+                    keys.push(CudaKey::load(b, pk.clone())?);
+                }
+                keys.push(CudaKey::load(last, pk)?);
+                let mut keys = keys.into_iter();
+                let first = keys.next().ok_or_else(none)?;
+                KeyInner::Cuda(CudaKeys {
+                    first,
+                    others: keys.collect(),
+                    next: std::sync::atomic::AtomicUsize::new(0),
+                })
             }
         };
         Ok(Key { inner: Arc::new(inner), shape: None })
@@ -579,9 +703,16 @@ impl Engine {
             circuit: std::marker::PhantomData,
         };
         let mut sched = sched;
-        if let KeyInner::Cuda(k, b) = &*key.inner {
-            // One device slot per GPU worker, as many as the device's free memory allows.
-            sched.slots_per_device = reserve_slots(b, k, sched.gpu_workers_per_device.max(1))?;
+        if let KeyInner::Cuda(keys) = &*key.inner {
+            // Every GPU the key is resident on, each with one device slot per GPU worker, as many as
+            // its free memory allows (the fewest any device has, for all).
+            sched.devices = keys.len();
+            let want = sched.gpu_workers_per_device.max(1);
+            let mut slots = want;
+            for d in keys.iter() {
+                slots = slots.min(reserve_slots(&d.backend, &d.key, want)?);
+            }
+            sched.slots_per_device = slots;
         }
         // One budget: what the key holds on the host (and the pinned staging) comes off the top, and
         // at least one partition must fit in the rest.

@@ -92,10 +92,11 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
     fn upload(
         &self,
         _part: PartitionRef,
-        _at: Placement,
+        at: Placement,
         mut part: Partition,
     ) -> Result<StagedPartition, StageError> {
-        let staged = self.key.inner.stage(&part.syn).map_err(|e| stage_error("upload")(e.to_string()))?;
+        let staged =
+            self.key.inner.stage(at.device, &part.syn).map_err(|e| stage_error("upload")(e.to_string()))?;
         // a, b and c live in backend memory now; only z is still read from the host.
         for v in [&mut part.syn.a, &mut part.syn.b, &mut part.syn.c] {
             *v = Vec::new();

@@ -17,7 +17,7 @@
 
 use ark_bls12_381::{g1, g2, Bls12_381, Fr, G1Projective, G2Projective};
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
-use ark_ec::{AffineRepr, CurveGroup};
+use ark_ec::CurveGroup;
 use ark_groth16::{Proof, ProvingKey, VerifyingKey};
 use ark_std::{rand::Rng, UniformRand, Zero};
 use cuzk_groth16::CpuBackend;
@@ -27,24 +27,26 @@ use rayon::prelude::*;
 /// Points computed per task (each task starts with one scalar multiplication).
 const CHUNK: usize = 1 << 14;
 
-/// The line a query's points were drawn from.
-#[derive(Clone, Copy, Debug)]
+/// The line a query's points were drawn from, and which of them the query keeps (the others are the
+/// identity).
+#[derive(Clone, Debug)]
 struct Line<P: SWCurveConfig> {
     start: Projective<P>,
     step: Projective<P>,
+    present: Vec<bool>,
 }
 
 impl<P: SWCurveConfig<ScalarField = Fr>> Line<P> {
-    /// `Σ k_i·points[i]` for `points` on this line (the identity where a point was left out), in
-    /// closed form.
-    fn msm(&self, points: &[Affine<P>], scalars: &[Fr]) -> Result<Projective<P>, String> {
-        if points.len() != scalars.len() {
-            return Err(format!("{} scalars for {} bases", scalars.len(), points.len()));
+    /// `Σ k_i·P_i` over the query's points, in closed form.
+    fn msm(&self, scalars: &[Fr]) -> Result<Projective<P>, String> {
+        let present = &self.present;
+        if present.len() != scalars.len() {
+            return Err(format!("{} scalars for {} bases", scalars.len(), present.len()));
         }
-        let (sum, weighted) = (0..points.len())
+        let (sum, weighted) = (0..present.len())
             .into_par_iter()
             .with_min_len(1 << 12)
-            .filter(|&i| !points[i].is_zero())
+            .filter(|&i| present[i])
             .map(|i| (scalars[i], scalars[i] * Fr::from(i as u64)))
             .reduce(|| (Fr::zero(), Fr::zero()), |(a, b), (c, d)| (a + c, b + d));
         Ok(self.start * sum + self.step * weighted)
@@ -54,10 +56,11 @@ impl<P: SWCurveConfig<ScalarField = Fr>> Line<P> {
 /// `len` points: the identity where `present(i)` is false, else `start + i·step`.
 fn progression<P: SWCurveConfig>(
     len: usize,
-    present: impl Fn(usize) -> bool + Sync,
+    present: impl Fn(usize) -> bool + Sync + Send,
     rng: &mut impl Rng,
 ) -> (Vec<Affine<P>>, Line<P>) {
     let (start, step) = (Projective::<P>::rand(rng), Projective::<P>::rand(rng));
+    let present: Vec<bool> = (0..len).into_par_iter().map(present).collect();
     let points = (0..len.div_ceil(CHUNK))
         .into_par_iter()
         .flat_map_iter(|k| {
@@ -65,7 +68,7 @@ fn progression<P: SWCurveConfig>(
             let mut p = start + step * P::ScalarField::from(lo as u64);
             let chunk: Vec<Projective<P>> = (lo..hi)
                 .map(|i| {
-                    let q = if present(i) { p } else { Projective::zero() };
+                    let q = if present[i] { p } else { Projective::zero() };
                     p += step;
                     q
                 })
@@ -73,14 +76,25 @@ fn progression<P: SWCurveConfig>(
             Projective::normalize_batch(&chunk)
         })
         .collect();
-    (points, Line { start, step })
+    (points, Line { start, step, present })
 }
 
-/// A timing key (see the module documentation) with the lines its points lie on.
+/// A timing key (see the module documentation) and its proofs' closed form.
 #[derive(Clone)]
 pub struct TimingKey {
     /// The key: do not use it to make proofs anyone verifies.
     pub pk: ProvingKey<Bls12_381>,
+    /// What its proofs are, without the key's points (so the key itself can be handed on).
+    pub closed_form: ClosedForm,
+}
+
+/// The proofs of a timing key in closed form: the lines its queries' points lie on, which points are
+/// at infinity, and the key's other parts.
+#[derive(Clone)]
+pub struct ClosedForm {
+    vk: VerifyingKey<Bls12_381>,
+    beta_g1: ark_bls12_381::G1Affine,
+    delta_g1: ark_bls12_381::G1Affine,
     a: Line<g1::Config>,
     b_g1: Line<g1::Config>,
     b_g2: Line<g2::Config>,
@@ -94,12 +108,19 @@ impl TimingKey {
         make(shape, rng)
     }
 
-    /// The proof ark-groth16 makes with this key for the synthesized partition `syn` and blinding
-    /// scalars `r`, `s`, from the closed form of its MSMs and a witness map on the CPU. Fails when
-    /// `syn` does not fit the key.
+    /// See [`ClosedForm::expected_proof`].
     pub fn expected_proof(&self, syn: &Synthesized, r: Fr, s: Fr) -> Result<Proof<Bls12_381>, String> {
-        let pk = &self.pk;
-        let n = pk.h_query.len() + 1;
+        self.closed_form.expected_proof(syn, r, s)
+    }
+}
+
+impl ClosedForm {
+    /// The proof ark-groth16 makes with the timing key for the synthesized partition `syn` and
+    /// blinding scalars `r`, `s`, from the closed form of its MSMs and a witness map on the CPU. Fails
+    /// when `syn` does not fit the key.
+    pub fn expected_proof(&self, syn: &Synthesized, r: Fr, s: Fr) -> Result<Proof<Bls12_381>, String> {
+        let pk = self;
+        let n = pk.h.present.len() + 1;
         if syn.counts().domain_size() != n {
             return Err(format!(
                 "a partition of domain {} for a key of domain {n}",
@@ -112,16 +133,11 @@ impl TimingKey {
         let witness = z.get(pk.vk.gamma_abc_g1.len()..).ok_or("fewer variables than instance variables")?;
         let delta = G1Projective::from(pk.delta_g1);
         // ark-groth16's assembly (create_proof_with_assignment), with each MSM in closed form.
-        let g_a = self.a.msm(&pk.a_query, z)? + pk.vk.alpha_g1 + delta * r;
-        let g2_b = self.b_g2.msm(&pk.b_g2_query, z)? + pk.vk.beta_g2 + G2Projective::from(pk.vk.delta_g2) * s;
-        let g1_b = if r.is_zero() {
-            G1Projective::zero()
-        } else {
-            self.b_g1.msm(&pk.b_g1_query, z)? + pk.beta_g1 + delta * s
-        };
-        let g_c = g_a * s + g1_b * r - delta * (r * s)
-            + self.l.msm(&pk.l_query, witness)?
-            + self.h.msm(&pk.h_query, h)?;
+        let g_a = self.a.msm(z)? + pk.vk.alpha_g1 + delta * r;
+        let g2_b = self.b_g2.msm(z)? + pk.vk.beta_g2 + G2Projective::from(pk.vk.delta_g2) * s;
+        let g1_b =
+            if r.is_zero() { G1Projective::zero() } else { self.b_g1.msm(z)? + pk.beta_g1 + delta * s };
+        let g_c = g_a * s + g1_b * r - delta * (r * s) + self.l.msm(witness)? + self.h.msm(h)?;
         Ok(Proof { a: g_a.into_affine(), b: g2_b.into_affine(), c: g_c.into_affine() })
     }
 }
@@ -167,7 +183,9 @@ fn make(shape: &R1csShape, rng: &mut impl Rng) -> TimingKey {
         h_query,
         l_query,
     };
-    TimingKey { pk, a, b_g1, b_g2, h, l }
+    let closed_form =
+        ClosedForm { vk: pk.vk.clone(), beta_g1: pk.beta_g1, delta_g1: pk.delta_g1, a, b_g1, b_g2, h, l };
+    TimingKey { pk, closed_form }
 }
 
 #[cfg(test)]

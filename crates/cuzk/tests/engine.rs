@@ -97,6 +97,18 @@ fn cuda_is_refused_clearly_without_a_gpu_and_auto_falls_back_with_a_reason() {
 }
 
 #[test]
+fn a_device_list_that_cannot_be_right_is_refused_before_any_gpu_is_opened() {
+    for (devices, says) in [(vec![], "empty"), (vec![0, 1, 0], "listed twice")] {
+        let config = Config { cuda_devices: Some(devices.clone()), ..Config::cuda() };
+        let err = Engine::new(config).expect_err("a bad device list");
+        assert!(matches!(err, Error::BackendUnavailable { backend: BackendKind::Cuda, .. }), "{err}");
+        assert!(err.to_string().contains(says), "{devices:?}: {err}");
+    }
+    // The CPU backend has no devices to list.
+    assert!(engine().cuda_devices().is_empty());
+}
+
+#[test]
 fn unsatisfied_witness_names_the_constraint() {
     let mut rng = seeded_rng("unsatisfied");
     let inner =

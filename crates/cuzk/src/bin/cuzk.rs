@@ -415,6 +415,9 @@ struct Workload {
     /// Backend: cpu, cuda or auto.
     #[arg(long, default_value = "auto")]
     backend: BackendKind,
+    /// CUDA devices to prove on, by ordinal, comma-separated (default: every device).
+    #[arg(long, value_delimiter = ',')]
+    devices: Option<Vec<usize>>,
     /// Seed of the circuits' witnesses, the key and the blinding scalars.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -591,6 +594,8 @@ impl Stages {
 struct Output {
     command: &'static str,
     backend: &'static str,
+    /// The GPUs proved on, by ordinal (empty on the CPU).
+    devices: Vec<usize>,
     backend_note: Option<String>,
     /// "synthetic" or "porep-like".
     circuit: &'static str,
@@ -639,7 +644,8 @@ struct PipelineFigures {
     steady_kernel_utilization: Option<f64>,
     /// Kernel time per partition (sum of the kernel spans / partitions).
     kernel_seconds_per_partition: f64,
-    /// Seconds per proof over kernel time per proof: 1.0 when the GPU never waits.
+    /// Seconds per proof over kernel time per proof (divided among the devices): 1.0 when no GPU ever
+    /// waits.
     per_proof_over_kernel_time: f64,
     /// Mean gap between consecutive proofs' completions, after the first.
     steady_state_seconds_per_proof: Option<f64>,
@@ -659,6 +665,7 @@ impl PipelineFigures {
         per_proof: usize,
         wall: f64,
         proofs: usize,
+        devices: usize,
     ) -> Self {
         let spans = timeline.spans();
         let report = cuzk::sched::report::TimelineReport::from_spans(&spans);
@@ -671,7 +678,7 @@ impl PipelineFigures {
             steady_kernel_utilization: report.steady_kernel_utilization,
             kernel_seconds_per_partition: per_partition,
             per_proof_over_kernel_time: (wall / proofs.max(1) as f64)
-                / (per_partition * per_proof as f64).max(1e-12),
+                / (per_partition * per_proof as f64 / devices.max(1) as f64).max(1e-12),
             steady_state_seconds_per_proof: report.steady_state_s_per_job,
             synthesis_bound: report.synthesis_bound(),
             gaps: report.gaps.iter().map(|(c, s)| (c.name(), *s)).collect(),
@@ -791,7 +798,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Box<dyn std::error::Error>> {
-    let config = Config::default().with_backend(w.backend);
+    let config = Config { cuda_devices: w.devices.clone(), ..Config::default().with_backend(w.backend) };
     let engine = Engine::new(Config { verify_proofs: config.verify_proofs && !w.timing_key, ..config })?;
     if let (Some(note), false) = (engine.backend_note(), w.json) {
         eprintln!("note: {note}");
@@ -800,21 +807,22 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
     let partitions = circuits(w)?;
     let shape = partitions[0];
     let t = Instant::now();
-    let timing = if w.timing_key {
-        let recorded = cuzk::R1csShape::record(shape)?;
-        Some((cuzk::timing_key::TimingKey::new(&recorded, &mut rng), recorded))
+    // A timing key keeps only its closed form (and the shape it was made from) for the check: its
+    // points go to the engine, so a key of tens of GiB is held once.
+    let (pk, timing) = if w.timing_key {
+        let recorded = std::sync::Arc::new(cuzk::R1csShape::record(shape)?);
+        let tk = cuzk::timing_key::TimingKey::new(&recorded, &mut rng);
+        (tk.pk, Some((tk.closed_form, recorded)))
     } else {
-        None
-    };
-    let pk = match &timing {
-        Some((t, _)) => t.pk.clone(),
-        None => Groth16::<Bls12_381>::generate_random_parameters_with_reduction(shape, &mut rng)?,
+        (Groth16::<Bls12_381>::generate_random_parameters_with_reduction(shape, &mut rng)?, None)
     };
     let keygen_seconds = t.elapsed().as_secs_f64();
-    let key = if w.witness_only {
-        engine.load_key_recording_shape(pk.clone(), shape)?
-    } else {
-        engine.load_key(pk.clone())?
+    // The ark-groth16 baseline proves with the key after the engine has loaded it: only then a copy.
+    let (engine_pk, pk) = if baseline { (pk.clone(), Some(pk)) } else { (pk, None) };
+    let key = match (&timing, w.witness_only) {
+        (Some((_, recorded)), true) => engine.load_key_with_shape(engine_pk, recorded.clone())?,
+        (None, true) => engine.load_key_recording_shape(engine_pk, shape)?,
+        (_, false) => engine.load_key(engine_pk)?,
     };
     let randomness: Vec<(Fr, Fr)> =
         (0..partitions.len()).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
@@ -835,7 +843,7 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
     for _ in 0..runs {
         // ark-groth16 once: it takes minutes at large sizes, and every run proves the same partitions
         // with the same randomness, so each run's proofs are compared with these.
-        if baseline && identical.is_none() {
+        if let (Some(pk), None) = (&pk, &identical) {
             // ark-groth16 as a user would run it: one partition after another, each internally parallel.
             let progress = Progress::new("arkworks", partitions.len(), w.json);
             let t = Instant::now();
@@ -844,7 +852,7 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
                 .copied()
                 .zip(&randomness)
                 .map(|(c, (r, s))| {
-                    let p = Groth16::<Bls12_381>::create_proof_with_reduction(c, &pk, *r, *s);
+                    let p = Groth16::<Bls12_381>::create_proof_with_reduction(c, pk, *r, *s);
                     progress.tick();
                     p
                 })
@@ -881,7 +889,7 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
     let partitions = proofs.len();
     let proof_count = partitions.div_ceil(per_proof.max(1));
     let figures = |t: &cuzk::sched::Timeline, wall: f64| {
-        PipelineFigures::of(t, partitions, per_proof, wall, proof_count)
+        PipelineFigures::of(t, partitions, per_proof, wall, proof_count, key.devices())
     };
     let pipeline = last_timeline.as_ref().map(|t| figures(t, walls[walls.len() - 1]));
     let (mut variants, mut variant_proofs) = (Vec::new(), Vec::new());
@@ -939,6 +947,7 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
     Ok(Output {
         command: if repeat.is_some() { "bench" } else { "prove" },
         backend: engine.backend_name(),
+        devices: engine.cuda_devices(),
         backend_note: engine.backend_note().map(str::to_owned),
         circuit: w.choice().name(),
         log_constraints: w.log_constraints,
@@ -967,8 +976,13 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Bo
 }
 
 fn print_table(o: &Output) {
+    let on = match o.devices.as_slice() {
+        [] => String::new(),
+        [d] => format!(" (GPU {d})"),
+        many => format!(" (GPUs {})", many.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")),
+    };
     println!(
-        "cuzk {}: backend {}, {} circuit, 2^{} rows ({} constraints) x {} partitions",
+        "cuzk {}: backend {}{on}, {} circuit, 2^{} rows ({} constraints) x {} partitions",
         o.command, o.backend, o.circuit, o.log_constraints, o.constraints, o.partitions
     );
     if let (Some(g), Some(merged)) = (o.gpu_workers, o.merge_locks) {

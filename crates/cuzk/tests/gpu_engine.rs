@@ -1,0 +1,86 @@
+//! The engine on the GPUs: every device of the machine proves, and every proof equals ark-groth16's.
+//! Compiled only with the `gpu-tests` feature (`cargo xtask gpu-test`); without a GPU every test
+//! fails, never passes.
+#![cfg(feature = "gpu-tests")]
+
+use std::collections::BTreeSet;
+
+use ark_bls12_381::{Bls12_381, Fr};
+use ark_ff::UniformRand;
+use ark_groth16::Groth16;
+use cuzk::{circuits::Synthetic, Config, Engine};
+use cuzk_testkit::{keygen, seeded_rng};
+use rand::Rng;
+
+fn engine() -> Engine {
+    let engine =
+        Engine::new(Config::cuda()).unwrap_or_else(|e| panic!("the GPU suite needs a CUDA GPU: {e}"));
+    eprintln!("engine on GPUs {:?}", engine.cuda_devices());
+    engine
+}
+
+#[test]
+fn a_pipeline_proves_on_every_gpu_and_every_proof_equals_ark_groth16() {
+    let engine = engine();
+    let devices = engine.cuda_devices();
+    let mut rng = seeded_rng("gpu_engine_pipeline");
+    let shape = Synthetic::with_log_rows(12, rng.gen()).with_bit_share(300);
+    let pk = keygen(shape, &mut rng);
+    let key = engine.load_key(pk.clone()).unwrap();
+    assert_eq!(key.devices(), devices.len(), "the key is resident on every GPU");
+    // Three proofs of four partitions: enough partitions for every GPU worker of every device.
+    let jobs: Vec<Vec<(Synthetic, Fr, Fr)>> = (0..3)
+        .map(|_| {
+            (0..4)
+                .map(|_| {
+                    let c = Synthetic::with_log_rows(12, rng.gen()).with_bit_share(300);
+                    (c, Fr::rand(&mut rng), Fr::rand(&mut rng))
+                })
+                .collect()
+        })
+        .collect();
+    let sched = cuzk::sched::Config { partition_workers: 4, gpu_workers_per_device: 2, ..Default::default() };
+    let run = engine.prove_pipelined_jobs(&key, jobs.clone(), sched).unwrap();
+    for (j, (proofs, inputs)) in run.proofs.iter().zip(&jobs).enumerate() {
+        assert_eq!(proofs.len(), inputs.len());
+        for (p, (proof, (c, r, s))) in proofs.iter().zip(inputs).enumerate() {
+            let ark = Groth16::<Bls12_381>::create_proof_with_reduction(*c, &pk, *r, *s).unwrap();
+            assert_eq!(proof, &ark, "job {j}, partition {p}");
+        }
+    }
+    // Every device ran kernels.
+    let lanes: BTreeSet<String> =
+        run.timeline.spans().into_iter().filter(|s| s.kind.starts_with("kernel:")).map(|s| s.lane).collect();
+    let expected: BTreeSet<String> = (0..devices.len()).map(|d| format!("gpu{d}-kernels")).collect();
+    assert_eq!(lanes, expected, "kernel lanes of the timeline");
+}
+
+#[test]
+fn single_proofs_take_the_gpus_in_turn_and_equal_ark_groth16() {
+    let engine = engine();
+    let mut rng = seeded_rng("gpu_engine_single");
+    let shape = Synthetic::with_log_rows(10, rng.gen()).with_bit_share(500);
+    let pk = keygen(shape, &mut rng);
+    let key = engine.load_key(pk.clone()).unwrap();
+    // Twice as many proofs as devices, in parallel: each device proves some.
+    let circuits: Vec<Synthetic> =
+        (0..2 * key.devices()).map(|_| Synthetic::with_log_rows(10, rng.gen()).with_bit_share(500)).collect();
+    let randomness: Vec<(Fr, Fr)> =
+        circuits.iter().map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
+    let reports = engine.prove_partitions_report(&key, circuits.clone(), randomness.clone()).unwrap();
+    for (i, (report, (c, (r, s)))) in reports.iter().zip(circuits.iter().zip(&randomness)).enumerate() {
+        let ark = Groth16::<Bls12_381>::create_proof_with_reduction(*c, &pk, *r, *s).unwrap();
+        assert_eq!(report.proof, ark, "proof {i}");
+    }
+}
+
+#[test]
+fn a_device_list_with_a_missing_gpu_is_refused_clearly() {
+    let count = engine().cuda_devices().len();
+    let config = Config { cuda_devices: Some(vec![0, count]), ..Config::cuda() };
+    let err = Engine::new(config).expect_err("a GPU that does not exist");
+    assert!(err.to_string().contains(&format!("GPU {count}")), "{err}");
+    let config = Config { cuda_devices: Some(vec![0, 0]), ..Config::cuda() };
+    let err = Engine::new(config).expect_err("a GPU listed twice");
+    assert!(err.to_string().contains("listed twice"), "{err}");
+}
