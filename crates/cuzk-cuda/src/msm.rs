@@ -264,9 +264,14 @@ impl Probe {
     }
 
     /// Milliseconds during which at least one probed kernel ran (the union of the spans, so kernels
-    /// overlapping on different streams count once).
+    /// overlapping on different streams count once; copies are not kernels).
     pub fn busy_ms(&self) -> Result<f32, CudaError> {
-        let spans: Vec<(f32, f32)> = self.kernel_spans()?.into_iter().map(|(_, a, b)| (a, b)).collect();
+        let spans: Vec<(f32, f32)> = self
+            .kernel_spans()?
+            .into_iter()
+            .filter(|(n, ..)| *n != DOWNLOAD)
+            .map(|(_, a, b)| (a, b))
+            .collect();
         Ok(union_length(spans))
     }
 }
@@ -315,6 +320,9 @@ impl Probe {
             .collect())
     }
 }
+
+/// The probe's name for the copy of a batch's window sums to the host (a copy, not a kernel).
+const DOWNLOAD: &str = "download (window sums)";
 
 /// The step a kernel belongs to, for [`Probe::steps`].
 fn step_of(kernel: &'static str) -> &'static str {
@@ -995,7 +1003,9 @@ pub fn msm_start<'g, C: MsmCurve>(
             size: bytes,
             reason: "window sums buffer too small",
         })?;
+        probe.before(gpu, compute)?;
         compute.memcpy_dtoh(&raw, host[slot].get_mut()).during("copying window sums")?;
+        probe.after(gpu, compute, DOWNLOAD)?;
         if let Some(prev) = pending.replace(slot) {
             total += combine::<C>(host[prev].get(), &plan)?;
         }
