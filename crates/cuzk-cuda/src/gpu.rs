@@ -104,9 +104,10 @@ pub struct Gpu {
     scratch: Arc<Scratch>,
 }
 
-/// Pinned result buffers kept per device: two per MSM for the five MSMs of a proof in flight at
-/// once, and some to spare.
-const KEPT_RESULT_BUFFERS: usize = 16;
+/// Pinned result buffers kept per device: two per MSM for the five MSMs of a proof, for two proofs in
+/// flight at once (a pipeline's GPU workers collect one proof's MSMs while the next one's are queued),
+/// and some to spare.
+const KEPT_RESULT_BUFFERS: usize = 32;
 
 /// A pinned buffer lent by [`Gpu::result_buffer`]; it goes back to the device's pool when dropped.
 pub(crate) struct ResultBuffer<'g> {

@@ -11,8 +11,8 @@ pub use backend::{Backend, BackendError, Bases, Deferred, DeviceTimer, MsmScalar
 pub use cpu::{CpuBackend, CpuPoly};
 pub use key::PreparedKey;
 pub use prover::{
-    prove, prove_staged, stage, verify, witness_map, witness_map_from_evaluations, DeviceStageTimes,
-    ProveOptions, StageTimes, Staged,
+    prove, prove_staged, prove_staged_queued, stage, verify, witness_map, witness_map_from_evaluations,
+    DeviceStageTimes, ProveOptions, StageTimes, Staged,
 };
 
 /// Why a proof could not be produced.

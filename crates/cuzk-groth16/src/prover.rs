@@ -263,6 +263,25 @@ pub fn prove_staged<B: Backend>(
     s: Fr,
     options: &ProveOptions,
 ) -> Result<(Proof<Bls12_381>, StageTimes), ProveError> {
+    prove_staged_queued(backend, key, syn, staged, r, s, options, || {})
+}
+
+/// [`prove_staged`], calling `queued` as soon as the witness map and all five MSMs are issued to the
+/// backend, before it waits for any of their results: on a backend that queues its work (a GPU),
+/// everything after that is host work (collecting the MSMs, assembly, reading the device timers, the
+/// self-check), so a pipeline can let the next partition queue its kernels then. Not called when the
+/// proof fails before that point.
+#[allow(clippy::too_many_arguments)]
+pub fn prove_staged_queued<B: Backend>(
+    backend: &B,
+    key: &PreparedKey<B>,
+    syn: &Synthesized,
+    staged: Staged<B>,
+    r: Fr,
+    s: Fr,
+    options: &ProveOptions,
+    queued: impl FnOnce(),
+) -> Result<(Proof<Bls12_381>, StageTimes), ProveError> {
     let start = Instant::now();
     let mut times = StageTimes { upload: staged.upload, ..StageTimes::default() };
     key.check_fits(&syn.counts())?;
@@ -326,8 +345,10 @@ pub fn prove_staged<B: Backend>(
             )
         },
     );
+    let (h_acc, l_acc, a_acc, b1_acc, b2_acc) = (h_acc?, l_acc?, a_acc?, b1_acc?, b2_acc?);
+    queued();
     let (h_acc, l_acc, a_acc, b1_acc, b2_acc) =
-        (finish(h_acc?)?, finish(l_acc?)?, finish(a_acc?)?, finish(b1_acc?)?, finish(b2_acc?)?);
+        (finish(h_acc)?, finish(l_acc)?, finish(a_acc)?, finish(b1_acc)?, finish(b2_acc)?);
     drop(h);
     drop(z_copy);
     (times.msm_h, times.msm_l, times.msm_a, times.msm_b_g1, times.msm_b_g2) =

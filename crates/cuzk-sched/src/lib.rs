@@ -40,8 +40,8 @@ pub struct Placement {
 
 /// The steps of one partition, implemented by the engine (and by [`sim::SimStages`] in tests).
 ///
-/// `upload` runs under the device's memory lock, `kernels` under its kernel lock, `synthesize` and
-/// `finish` under no lock. Each step gets its partition's [`PartitionRef`] for logging.
+/// `upload` runs under the device's memory lock, `kernels` under its kernel lock (until it says its
+/// kernels are queued, or returns), `synthesize` and `finish` under no lock. Each step gets its partition's [`PartitionRef`] for logging.
 pub trait Stages: Send + Sync + 'static {
     /// What a partition starts from (a circuit).
     type Input: Send + 'static;
@@ -66,12 +66,15 @@ pub trait Stages: Send + Sync + 'static {
         data: Self::Synthesized,
     ) -> Result<Self::Staged, StageError>;
     /// Runs the kernels (the kernel lock is held). Report each kernel's device-measured time to `kernels`.
+    /// A device that queues its work can call [`KernelLog::kernels_queued`] once every kernel is queued:
+    /// the lock is released then, so the next partition queues its kernels behind these while this
+    /// call waits for its results.
     fn kernels(
         &self,
         part: PartitionRef,
         at: Placement,
         staged: Self::Staged,
-        kernels: &mut KernelLog,
+        kernels: &mut KernelLog<'_>,
     ) -> Result<Self::Computed, StageError>;
     /// Host-side completion (download, assembly, verification), after the slot is released.
     fn finish(&self, part: PartitionRef, computed: Self::Computed) -> Result<Self::Output, StageError>;
@@ -86,16 +89,50 @@ pub struct PartitionRef {
     pub index: usize,
 }
 
-/// Kernel durations measured on the device, reported by [`Stages::kernels`].
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct KernelLog {
+/// Kernel durations measured on the device, reported by [`Stages::kernels`], and the kernel lock the
+/// step runs under.
+#[derive(Default)]
+pub struct KernelLog<'a> {
     /// `(kernel name, device-measured seconds)` in launch order.
     pub kernels: Vec<(String, f64)>,
+    /// Releases the kernel lock (the scheduler's; none in tests that call stages directly).
+    release: Option<Box<dyn FnOnce() + 'a>>,
+    /// When [`KernelLog::kernels_queued`] released the lock.
+    released_at: Option<std::time::Instant>,
 }
 
-impl KernelLog {
+impl std::fmt::Debug for KernelLog<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelLog")
+            .field("kernels", &self.kernels)
+            .field("holds_lock", &self.release.is_some())
+            .finish()
+    }
+}
+
+impl<'a> KernelLog<'a> {
+    /// A log for a step that holds a lock, which `release` releases.
+    pub(crate) fn holding(release: impl FnOnce() + 'a) -> Self {
+        Self { kernels: Vec::new(), release: Some(Box::new(release)), released_at: None }
+    }
+
     /// Records one kernel's device-measured duration.
     pub fn record(&mut self, name: impl Into<String>, seconds: f64) {
         self.kernels.push((name.into(), seconds));
+    }
+
+    /// Every kernel of the partition is queued on the device: releases the kernel lock now (once;
+    /// later calls do nothing), so the next partition can queue its kernels behind these while this
+    /// step collects its results on the host.
+    pub fn kernels_queued(&mut self) {
+        if let Some(release) = self.release.take() {
+            release();
+            self.released_at = Some(std::time::Instant::now());
+        }
+    }
+
+    /// When the lock was released by [`KernelLog::kernels_queued`], if it was.
+    pub(crate) fn released_at(&self) -> Option<std::time::Instant> {
+        self.released_at
     }
 }

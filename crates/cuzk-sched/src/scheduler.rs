@@ -216,8 +216,24 @@ struct Device {
     /// The memory lock: guards the slot table; held while claiming a slot and uploading.
     slots: Mutex<Vec<bool>>,
     slot_freed: Condvar,
-    /// The kernel lock: held only while a partition's kernels run.
+    /// The kernel lock: held while a partition's kernels are queued (and run, unless the stage
+    /// releases it once they are queued).
     kernel: Mutex<()>,
+    /// The device's kernel lane on the timeline, laid out in kernel-lock order.
+    lane: Mutex<Lane>,
+    lane_laid: Condvar,
+}
+
+/// Where a device's kernel lane stands. The device runs partitions' kernels in the order their
+/// workers took the kernel lock; a worker takes a ticket then, and lays its kernels on the lane after
+/// the previous ticket's, starting no earlier than their end.
+#[derive(Default)]
+struct Lane {
+    next_ticket: u64,
+    /// Tickets laid so far (the next to lay is this one).
+    laid: u64,
+    /// End of the last kernel laid, microseconds on the timeline.
+    end_us: f64,
 }
 
 struct Inner<S: Stages> {
@@ -361,6 +377,41 @@ impl<S: Stages> Inner<S> {
         }
     }
 
+    /// Lays a partition's device-measured kernel times end to end on its device's kernel lane, from
+    /// when it took the kernel lock or, when the device was still running the previous partition's
+    /// kernels then, from their end (waits until the previous ticket is laid).
+    fn lay_kernels(
+        &self,
+        dev: &Device,
+        ticket: u64,
+        part: PartitionRef,
+        kernel_lane: &str,
+        held: Instant,
+        kernels: &[(String, f64)],
+    ) {
+        let mut l = lock(&dev.lane);
+        while l.laid != ticket {
+            l = dev.lane_laid.wait(l).unwrap_or_else(|p| p.into_inner());
+        }
+        let mut start = self.timeline.at(held).max(l.end_us);
+        for (name, secs) in kernels {
+            let end = start + secs * 1e6;
+            self.timeline.push(crate::Span {
+                job: part.job.0,
+                partition: part.index,
+                kind: format!("kernel:{name}"),
+                lane: kernel_lane.to_owned(),
+                start_us: start,
+                end_us: end,
+            });
+            start = end;
+        }
+        l.end_us = l.end_us.max(start);
+        l.laid += 1;
+        drop(l);
+        dev.lane_laid.notify_all();
+    }
+
     fn gpu_worker(self: &Arc<Self>, device: usize, id: usize) {
         let lane = format!("gpu{device}-w{id}");
         let kernel_lane = format!("gpu{device}-kernels");
@@ -403,23 +454,31 @@ impl<S: Stages> Inner<S> {
                 let kernel_guard = if merged.is_some() { None } else { Some(lock(&dev.kernel)) };
                 self.timeline.span(job.0, index, "kernel_lock_wait", &lane, t);
                 let held = Instant::now();
-                let mut log = KernelLog::default();
+                // Taken under the kernel lock: the device runs the partitions' kernels in this order.
+                let ticket = {
+                    let mut l = lock(&dev.lane);
+                    l.next_ticket += 1;
+                    l.next_ticket - 1
+                };
+                // The stage may release the kernel lock once its kernels are queued (not with merged
+                // locks, where one lock covers the upload too); otherwise it is released on return.
+                let mut log = match kernel_guard {
+                    Some(guard) => KernelLog::holding(move || drop(guard)),
+                    None => KernelLog::default(),
+                };
                 let result = self.stages.kernels(part, at, staged, &mut log);
-                drop(kernel_guard);
-                let mut start = self.timeline.at(held);
-                for (name, secs) in &log.kernels {
-                    let end = start + secs * 1e6;
-                    self.timeline.push(crate::Span {
-                        job: job.0,
-                        partition: index,
-                        kind: format!("kernel:{name}"),
-                        lane: kernel_lane.clone(),
-                        start_us: start,
-                        end_us: end,
-                    });
-                    start = end;
-                }
-                self.timeline.span(job.0, index, "kernel_lock", &lane, held);
+                let released = log.released_at().unwrap_or_else(Instant::now);
+                let kernels = std::mem::take(&mut log.kernels);
+                drop(log);
+                self.timeline.push(crate::Span {
+                    job: job.0,
+                    partition: index,
+                    kind: "kernel_lock".into(),
+                    lane: lane.clone(),
+                    start_us: self.timeline.at(held),
+                    end_us: self.timeline.at(released),
+                });
+                self.lay_kernels(dev, ticket, part, &kernel_lane, held, &kernels);
                 result
             });
             drop(merged);
@@ -532,6 +591,8 @@ impl<S: Stages> Scheduler<S> {
                 slots: Mutex::new(vec![true; config.slots_per_device.max(1)]),
                 slot_freed: Condvar::new(),
                 kernel: Mutex::new(()),
+                lane: Mutex::new(Lane::default()),
+                lane_laid: Condvar::new(),
             })
             .collect();
         let inner = Arc::new(Inner {

@@ -1,8 +1,9 @@
 //! A simulated backend: stages that sleep for configured durations and fail where told to, so the
 //! scheduler's ordering, overlap, budget and failure handling can be tested without a GPU.
 
-use std::collections::HashSet;
-use std::time::Duration;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::{JobId, KernelLog, PartitionRef, Placement, StageError, Stages};
 
@@ -15,6 +16,14 @@ pub struct SimStages {
     pub upload: Duration,
     /// The kernels of one partition, `(name, duration)`, run back to back under the kernel lock.
     pub kernels: Vec<(&'static str, Duration)>,
+    /// Host work after the kernels, collecting their results (still in the kernel step).
+    pub collect: Duration,
+    /// Model a device that runs queued work in order: the step queues its kernels, releases the
+    /// kernel lock ([`KernelLog::kernels_queued`]), then waits for them and collects. Otherwise the
+    /// kernels and the collection run under the lock.
+    pub release_when_queued: bool,
+    /// Per device, when the simulated device finishes the work queued so far.
+    pub device_clock: Arc<Mutex<HashMap<usize, Instant>>>,
     /// Host-side finishing time per partition.
     pub finish: Duration,
     /// Host bytes per partition (held from synthesis until the upload is done).
@@ -67,14 +76,32 @@ impl Stages for SimStages {
     fn kernels(
         &self,
         part: PartitionRef,
-        _at: Placement,
+        at: Placement,
         staged: (SimInput, Placement),
-        log: &mut KernelLog,
+        log: &mut KernelLog<'_>,
     ) -> Result<SimInput, StageError> {
+        if self.release_when_queued {
+            // Queued behind the device's earlier work; the host then waits for the results.
+            let total: Duration = self.kernels.iter().map(|(_, d)| *d).sum();
+            let done = {
+                let mut clock = self.device_clock.lock().unwrap_or_else(|p| p.into_inner());
+                let now = Instant::now();
+                let start = clock.get(&at.device).copied().filter(|t| *t > now).unwrap_or(now);
+                let done = start + total;
+                clock.insert(at.device, done);
+                done
+            };
+            log.kernels_queued();
+            std::thread::sleep(done.saturating_duration_since(Instant::now()));
+        } else {
+            for (_, d) in &self.kernels {
+                std::thread::sleep(*d);
+            }
+        }
         for (name, d) in &self.kernels {
-            std::thread::sleep(*d);
             log.record(*name, d.as_secs_f64());
         }
+        std::thread::sleep(self.collect);
         self.fail(part, "kernels")?;
         Ok(staged.0)
     }

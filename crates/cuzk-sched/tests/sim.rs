@@ -101,6 +101,33 @@ fn kernel_time_is_device_measured_and_laid_out_on_its_own_lane() {
 }
 
 #[test]
+fn releasing_the_kernel_lock_once_queued_keeps_the_device_busy_through_the_host_epilogue() {
+    use cuzk_sched::report::TimelineReport;
+    // 20 ms of kernels and 10 ms of host work collecting them, per partition, two GPU workers.
+    let run = |release: bool| {
+        let mut st = stages(1, 2, 20);
+        st.collect = 10 * MS;
+        st.release_when_queued = release;
+        let s = Scheduler::new(st, config(4, 2));
+        let out = s.submit(JobId(1), Priority::Normal, None, (0..12).collect()).unwrap().wait().unwrap();
+        assert_eq!(out.iter().map(|(tag, _)| *tag).collect::<Vec<_>>(), (0..12).collect::<Vec<_>>());
+        let spans = s.timeline().spans();
+        // The device runs one partition's kernels at a time: its lane never overlaps itself.
+        let mut lane: Vec<_> = spans.iter().filter(|s| s.kind.starts_with("kernel:")).collect();
+        lane.sort_by(|a, b| a.start_us.total_cmp(&b.start_us));
+        assert!(lane.windows(2).all(|w| w[1].start_us >= w[0].end_us - 1e-6), "kernel spans overlap");
+        TimelineReport::from_spans(&spans)
+    };
+    let held = run(false);
+    let released = run(true);
+    // Holding the lock through the collection leaves the device idle for it: about 20 / 30.
+    assert!(held.kernel_utilization < 0.8, "{}", held.render());
+    assert!(released.kernel_utilization > 0.9, "{}", released.render());
+    // With the lock released at queueing, the lock bracket no longer covers the kernels.
+    assert!(released.lock_utilization < released.kernel_utilization, "{}", released.render());
+}
+
+#[test]
 fn synthesis_waits_for_budget_instead_of_exceeding_it() {
     let mut cfg = config(6, 1);
     cfg.host_budget_bytes = 300;

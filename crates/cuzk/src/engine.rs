@@ -153,7 +153,9 @@ impl KeyInner {
         }
     }
 
-    /// The kernel half of [`KeyInner::prove`], on a partition [`KeyInner::stage`] moved.
+    /// The kernel half of [`KeyInner::prove`], on a partition [`KeyInner::stage`] moved; `queued` runs
+    /// once every kernel is issued (see [`cuzk_groth16::prove_staged_queued`]).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn prove_staged(
         &self,
         syn: &Synthesized,
@@ -161,15 +163,16 @@ impl KeyInner {
         r: Fr,
         s: Fr,
         options: &ProveOptions,
+        queued: impl FnOnce(),
     ) -> Result<(Proof<Bls12_381>, StageTimes), cuzk_groth16::ProveError> {
         match (self, staged) {
             (KeyInner::Cpu(k), StagedInner::Cpu(st)) => {
-                cuzk_groth16::prove_staged(&CpuBackend, k, syn, st, r, s, options)
+                cuzk_groth16::prove_staged_queued(&CpuBackend, k, syn, st, r, s, options, queued)
             }
             (KeyInner::Cuda(keys), StagedInner::Cuda(st, device)) => {
                 // The device the partition was staged on: its buffers never cross devices.
                 let d = keys.get(device)?;
-                cuzk_groth16::prove_staged(&*d.backend, &d.key, syn, st, r, s, options)
+                cuzk_groth16::prove_staged_queued(&*d.backend, &d.key, syn, st, r, s, options, queued)
             }
             _ => Err(cuzk_groth16::ProveError::Backend(cuzk_groth16::BackendError::Device {
                 op: "prove_staged",

@@ -3,8 +3,10 @@
 //!
 //! "Upload" (under the scheduler's memory lock) moves the synthesized partition's `a`, `b`, `c` and `z`
 //! into the key's backend memory (`cuzk_groth16::stage`: on CUDA, pinned staging buffers and the copy
-//! stream); the "kernels" step (witness map, MSMs, assembly) runs under the kernel lock, and the
-//! self-check after it releases the slot, in "finish".
+//! stream); the "kernels" step (witness map, MSMs, assembly) takes the kernel lock and releases it as
+//! soon as every kernel is queued (`KernelLog::kernels_queued`), so collecting the MSMs, assembly and
+//! the timer reads overlap the next partition's kernels; the self-check runs after the slot is
+//! released, in "finish".
 //! So partition `N + 1`'s upload overlaps partition `N`'s kernels, and synthesis of the next partitions
 //! overlaps both. On the CPU the upload is a copy and one partition proves at a time with all cores.
 
@@ -58,7 +60,7 @@ fn stage_error(stage: &'static str) -> impl Fn(String) -> StageError {
 /// witness map and each MSM on the device's clock, so the timeline's kernel utilisation counts device
 /// work only. Otherwise the host's phases: the witness map, the MSMs (five of them, possibly
 /// concurrent, so their phase's wall time), then assembly and the self-check.
-fn log_stages(log: &mut KernelLog, t: &StageTimes) {
+fn log_stages(log: &mut KernelLog<'_>, t: &StageTimes) {
     if let Some(d) = &t.device {
         for (name, d) in d.named() {
             log.record(name, d.as_secs_f64());
@@ -109,15 +111,17 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
         _part: PartitionRef,
         _at: Placement,
         p: StagedPartition,
-        log: &mut KernelLog,
+        log: &mut KernelLog<'_>,
     ) -> Result<Self::Computed, StageError> {
         let StagedPartition { part: p, staged } = p;
-        // The self-check is host work: it runs in `finish`, after the kernel lock is released.
-        let in_lock = ProveOptions { verify: false };
+        // The self-check is host work: it runs in `finish`, after the slot is released.
+        let no_check = ProveOptions { verify: false };
+        // The kernel lock is released as soon as every kernel is queued: the MSMs' collection, the
+        // assembly and the timer reads then overlap the next partition's kernels.
         let (proof, times) = self
             .key
             .inner
-            .prove_staged(&p.syn, staged, p.r, p.s, &in_lock)
+            .prove_staged(&p.syn, staged, p.r, p.s, &no_check, || log.kernels_queued())
             .map_err(|e| stage_error("kernels")(e.to_string()))?;
         log_stages(log, &times);
         Ok((proof, self.prove.verify.then(|| p.syn.public_inputs().to_vec())))
