@@ -8,13 +8,13 @@ use serde_json::Value;
 /// Runs the GPU suite on this machine; it fails (never passes) when there is no GPU.
 pub(crate) fn gpu_test(root: &Path, extra: &[String]) -> Result<(), String> {
     let mut args = GPU_TESTS.to_vec();
-    args.push("--");
+    args.extend(["-q", "--"]);
     args.extend(extra.iter().map(String::as_str));
     crate::cargo_in(root, &args)
 }
 
 /// The GPU suite: the CUDA backend's tests and the engine's on the GPUs.
-const GPU_TESTS: [&str; 14] = [
+const GPU_TESTS: [&str; 13] = [
     "test",
     "-p",
     "cuzk-cuda",
@@ -28,7 +28,6 @@ const GPU_TESTS: [&str; 14] = [
     "gpu",
     "--test",
     "gpu_engine",
-    "-q",
 ];
 
 /// The GPU test binaries by test target name, and their names in the bundle.
@@ -40,7 +39,7 @@ const GPU_TEST_BINARIES: [(&str, &str); 2] = [("gpu", "gpu-tests"), ("gpu_engine
 pub(crate) fn bundle(root: &Path) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(&cargo)
-        .args(&GPU_TESTS[..GPU_TESTS.len() - 1])
+        .args(GPU_TESTS)
         .args(["--no-run", "--message-format=json-render-diagnostics"])
         .current_dir(root)
         .output()

@@ -457,24 +457,15 @@ impl Engine {
         let inner = match &self.backend {
             Backends::Cpu(b) => KeyInner::Cpu(PreparedKey::new(b, pk)?),
             Backends::Cuda(backends) => {
-                let none = || Error::BackendUnavailable {
+                let (first, rest) = backends.split_first().ok_or_else(|| Error::BackendUnavailable {
                     backend: BackendKind::Cuda,
                     reason: "the engine has no CUDA device".into(),
-                };
-                let (last, rest) = backends.split_last().ok_or_else(none)?;
-                // The last device takes the key itself; the others a copy each, one at a time.
-                let mut keys = Vec::with_capacity(backends.len());
-                for b in rest {
-                    keys.push(CudaKey::load(b, pk.clone())?);
-                }
-                keys.push(CudaKey::load(last, pk)?);
-                let mut keys = keys.into_iter();
-                let first = keys.next().ok_or_else(none)?;
-                KeyInner::Cuda(CudaKeys {
-                    first,
-                    others: keys.collect(),
-                    next: std::sync::atomic::AtomicUsize::new(0),
-                })
+                })?;
+                // The other devices take a copy each, one at a time; the first takes the key itself.
+                let others =
+                    rest.iter().map(|b| CudaKey::load(b, pk.clone())).collect::<Result<Vec<_>, _>>()?;
+                let first = CudaKey::load(first, pk)?;
+                KeyInner::Cuda(CudaKeys { first, others, next: std::sync::atomic::AtomicUsize::new(0) })
             }
         };
         Ok(Key { inner: Arc::new(inner), shape: None })
