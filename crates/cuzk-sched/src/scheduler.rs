@@ -252,6 +252,35 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<S: Stages> Inner<S> {
+    /// See [`Scheduler::cancel`].
+    fn cancel(&self, id: JobId) -> bool {
+        let job = self.queues().jobs.remove(&id);
+        match job {
+            Some(job) => {
+                job.tx.send(Err(JobError::Cancelled));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// See [`Scheduler::status`].
+    fn status(&self, id: JobId) -> Option<JobStatus> {
+        let q = self.queues();
+        let job = q.jobs.get(&id)?;
+        let mut s = JobStatus { partitions: job.states.len(), ..JobStatus::default() };
+        for state in &job.states {
+            match state {
+                PartState::Queued => s.queued += 1,
+                PartState::Synthesizing => s.synthesizing += 1,
+                PartState::WaitingGpu => s.waiting_gpu += 1,
+                PartState::OnGpu => s.on_gpu += 1,
+                PartState::Done => s.done += 1,
+            }
+        }
+        Some(s)
+    }
+
     fn queues(&self) -> MutexGuard<'_, Queues<S>> {
         lock(&self.queues)
     }
@@ -543,31 +572,12 @@ impl<S: Stages> JobHandle<S> {
     /// Cancels the job: queued partitions are dropped, running ones finish and are discarded, and
     /// their budget is returned. Returns whether the job was still live.
     pub fn cancel(&self) -> bool {
-        let job = self.inner.queues().jobs.remove(&self.id);
-        match job {
-            Some(job) => {
-                job.tx.send(Err(JobError::Cancelled));
-                true
-            }
-            None => false,
-        }
+        self.inner.cancel(self.id)
     }
 
     /// Where the job's partitions are, or `None` once it has finished, failed or been cancelled.
     pub fn status(&self) -> Option<JobStatus> {
-        let q = self.inner.queues();
-        let job = q.jobs.get(&self.id)?;
-        let mut s = JobStatus { partitions: job.states.len(), ..JobStatus::default() };
-        for state in &job.states {
-            match state {
-                PartState::Queued => s.queued += 1,
-                PartState::Synthesizing => s.synthesizing += 1,
-                PartState::WaitingGpu => s.waiting_gpu += 1,
-                PartState::OnGpu => s.on_gpu += 1,
-                PartState::Done => s.done += 1,
-            }
-        }
-        Some(s)
+        self.inner.status(self.id)
     }
 }
 
@@ -683,7 +693,17 @@ impl<S: Stages> Scheduler<S> {
         &self.inner.config
     }
 
-    /// Live jobs (queued or running).
+    /// Cancels job `id` as [`JobHandle::cancel`] does; false when it is not live.
+    pub fn cancel(&self, id: JobId) -> bool {
+        self.inner.cancel(id)
+    }
+
+    /// Where job `id`'s partitions are, or `None` when it is not live.
+    pub fn status(&self, id: JobId) -> Option<JobStatus> {
+        self.inner.status(id)
+    }
+
+    /// Jobs queued or running.
     pub fn live_jobs(&self) -> usize {
         self.inner.queues().jobs.len()
     }

@@ -687,6 +687,31 @@ impl Engine {
     where
         C: ConstraintSynthesizer<Fr> + Send + 'static,
     {
+        let pipeline = self.pipeline::<C>(key, sched)?;
+        let handles = jobs
+            .into_iter()
+            .enumerate()
+            .map(|(j, inputs)| {
+                pipeline.submit(cuzk_sched::JobId(j as u64), cuzk_sched::Priority::Normal, None, inputs)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let proofs = handles.into_iter().map(|h| h.wait()).collect::<Result<Vec<_>, _>>()?;
+        Ok(crate::PipelineJobs {
+            proofs,
+            synthesis_mode: pipeline.synthesis_mode(),
+            timeline: pipeline.timeline().clone(),
+        })
+    }
+
+    /// A long-lived pipeline for `key`: its workers start now and take proofs submitted at any time
+    /// ([`crate::Pipeline::submit`]) until it is dropped. The scheduler's device count, slots per device
+    /// and budget are set here from the key: one device per GPU the key is resident on, one slot per
+    /// GPU worker as far as every device's free memory allows, and the budget less what the key holds
+    /// on the host.
+    pub fn pipeline<C>(&self, key: &Key, sched: cuzk_sched::Config) -> Result<crate::Pipeline<C>, Error>
+    where
+        C: ConstraintSynthesizer<Fr> + Send + 'static,
+    {
         self.check_key(key)?;
         let synthesis_mode = self.synthesis_mode(key);
         let stages = crate::pipeline::EngineStages::<C> {
@@ -716,16 +741,7 @@ impl Engine {
             return Err(Error::HostBudget { budget: sched.host_budget_bytes, key: fixed, partition });
         }
         sched.host_budget_bytes -= fixed;
-        let scheduler = cuzk_sched::Scheduler::new(stages, sched);
-        let handles = jobs
-            .into_iter()
-            .enumerate()
-            .map(|(j, inputs)| {
-                scheduler.submit(cuzk_sched::JobId(j as u64), cuzk_sched::Priority::Normal, None, inputs)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let proofs = handles.into_iter().map(|h| h.wait()).collect::<Result<Vec<_>, _>>()?;
-        Ok(crate::PipelineJobs { proofs, synthesis_mode, timeline: scheduler.timeline().clone() })
+        Ok(crate::Pipeline::new(cuzk_sched::Scheduler::new(stages, sched), synthesis_mode))
     }
 
     /// Verifies a proof against the key's verifying key.

@@ -10,7 +10,7 @@ pub mod timing_key;
 pub use config::{BackendKind, Config};
 pub use engine::{Engine, Key, ProofReport, SynthesisMode};
 pub use error::Error;
-pub use pipeline::{PipelineJobs, PipelineRun};
+pub use pipeline::{Pipeline, PipelineJobs, PipelineRun, ProofJob};
 
 /// The scheduler's configuration and timeline, for [`Engine::prove_pipelined`].
 pub use cuzk_sched as sched;

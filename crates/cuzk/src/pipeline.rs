@@ -139,6 +139,131 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
     }
 }
 
+/// A long-lived pipeline over one key ([`crate::Engine::pipeline`]): submit proofs at any time, each as
+/// its partitions with their blinding scalars; every submission gets a [`ProofJob`]. Dropping the
+/// pipeline fails the jobs still live with [`cuzk_sched::JobError::ShutDown`] and stops its workers
+/// once the partitions already on them are done.
+pub struct Pipeline<C: ConstraintSynthesizer<Fr> + Send + 'static> {
+    scheduler: cuzk_sched::Scheduler<EngineStages<C>>,
+    synthesis_mode: SynthesisMode,
+}
+
+impl<C: ConstraintSynthesizer<Fr> + Send + 'static> std::fmt::Debug for Pipeline<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("config", self.scheduler.config())
+            .field("live_jobs", &self.scheduler.live_jobs())
+            .finish()
+    }
+}
+
+impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Pipeline<C> {
+    pub(crate) fn new(
+        scheduler: cuzk_sched::Scheduler<EngineStages<C>>,
+        synthesis_mode: SynthesisMode,
+    ) -> Self {
+        Self { scheduler, synthesis_mode }
+    }
+
+    /// Queues a proof: its partitions, each with its blinding scalars `r` and `s`. Refused when a live
+    /// job has the same id.
+    pub fn submit(
+        &self,
+        id: cuzk_sched::JobId,
+        priority: cuzk_sched::Priority,
+        deadline: Option<std::time::Instant>,
+        partitions: Vec<(C, Fr, Fr)>,
+    ) -> Result<ProofJob<C>, cuzk_sched::SubmitError> {
+        self.scheduler.submit(id, priority, deadline, partitions).map(ProofJob)
+    }
+
+    /// How partitions are synthesized.
+    pub fn synthesis_mode(&self) -> SynthesisMode {
+        self.synthesis_mode
+    }
+
+    /// Every step of every partition so far.
+    pub fn timeline(&self) -> &Arc<cuzk_sched::Timeline> {
+        self.scheduler.timeline()
+    }
+
+    /// The host memory budget the partitions reserve from.
+    pub fn budget(&self) -> &cuzk_sched::Budget {
+        self.scheduler.budget()
+    }
+
+    /// The scheduler's layout (devices, workers, slots, budget).
+    pub fn config(&self) -> &cuzk_sched::Config {
+        self.scheduler.config()
+    }
+
+    /// Jobs queued or running.
+    pub fn live_jobs(&self) -> usize {
+        self.scheduler.live_jobs()
+    }
+
+    /// Cancels job `id` (see [`ProofJob::cancel`]); false when it is not live.
+    pub fn cancel(&self, id: cuzk_sched::JobId) -> bool {
+        self.scheduler.cancel(id)
+    }
+
+    /// Where job `id`'s partitions are, or `None` when it is not live.
+    pub fn status(&self, id: cuzk_sched::JobId) -> Option<cuzk_sched::JobStatus> {
+        self.scheduler.status(id)
+    }
+}
+
+/// A submitted proof: wait for its partitions' proofs (or `.await` it), cancel it, or ask where it is.
+pub struct ProofJob<C: ConstraintSynthesizer<Fr> + Send + 'static>(cuzk_sched::JobHandle<EngineStages<C>>);
+
+impl<C: ConstraintSynthesizer<Fr> + Send + 'static> std::fmt::Debug for ProofJob<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ProofJob").field(&self.0.id()).finish()
+    }
+}
+
+impl<C: ConstraintSynthesizer<Fr> + Send + 'static> ProofJob<C> {
+    /// The job's id.
+    pub fn id(&self) -> cuzk_sched::JobId {
+        self.0.id()
+    }
+
+    /// Waits for the proofs, in partition order.
+    pub fn wait(self) -> Result<Vec<Proof<Bls12_381>>, cuzk_sched::JobError> {
+        self.0.wait()
+    }
+
+    /// Waits at most `timeout`; on [`cuzk_sched::JobError::Timeout`] the job goes on.
+    pub fn wait_timeout(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<Vec<Proof<Bls12_381>>, cuzk_sched::JobError> {
+        self.0.wait_timeout(timeout)
+    }
+
+    /// Cancels the job: queued partitions are dropped, running ones finish and are discarded. False
+    /// when it had already finished.
+    pub fn cancel(&self) -> bool {
+        self.0.cancel()
+    }
+
+    /// Where each partition is, while the job is live.
+    pub fn status(&self) -> Option<cuzk_sched::JobStatus> {
+        self.0.status()
+    }
+}
+
+impl<C: ConstraintSynthesizer<Fr> + Send + 'static> std::future::Future for ProofJob<C> {
+    type Output = Result<Vec<Proof<Bls12_381>>, cuzk_sched::JobError>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.get_mut().0).poll(cx)
+    }
+}
+
 /// The result of a pipelined run: proofs in partition order and the run's timeline.
 #[derive(Debug)]
 pub struct PipelineRun {
