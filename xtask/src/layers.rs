@@ -19,10 +19,11 @@ const LAYERS: &[(&str, u32)] = &[
     ("cuzk-cuda", 3),
     ("cuzk-sched", 4),
     ("cuzk", 5),
+    ("cuzk-service", 6),
     // Dev-only helpers and tooling: never normal dependencies of the layers above.
-    ("cuzk-testkit", 6),
-    ("cuzk-benches", 7),
-    ("xtask", 7),
+    ("cuzk-testkit", 7),
+    ("cuzk-benches", 8),
+    ("xtask", 8),
 ];
 
 /// The only crate allowed `unsafe` code and a dependency on cudarc.

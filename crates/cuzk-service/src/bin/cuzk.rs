@@ -44,6 +44,11 @@ enum Command {
     /// Generate a proving key for a built-in circuit and save it, with its recorded R1CS shape, to a
     /// key store.
     Keygen(KeygenArgs),
+    /// Run the proving daemon: gRPC on TCP or a Unix socket, metrics over HTTP, until SIGINT or
+    /// SIGTERM.
+    Serve(cuzk_service::cli::ServeArgs),
+    /// Print the daemon's default configuration, or check a configuration file.
+    Config(cuzk_service::cli::ConfigArgs),
     /// Summarise a pipeline timeline (JSON lines as the scheduler writes them): kernel utilisation from
     /// device-measured kernel time beside the lock-bracket figure, gaps by cause, per-proof times.
     Timeline {
@@ -1085,6 +1090,18 @@ fn print_table(o: &Output) {
 
 fn main() {
     let cli = Cli::parse();
+    let service = match &cli.command {
+        Command::Serve(a) => Some(cuzk_service::cli::serve(a)),
+        Command::Config(a) => Some(cuzk_service::cli::config(a)),
+        _ => None,
+    };
+    if let Some(result) = service {
+        if let Err(e) = result {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if let Command::Timeline { file, chrome } = &cli.command {
         if let Err(e) = timeline(file, chrome.as_deref()) {
             eprintln!("error: {e}");
@@ -1093,7 +1110,7 @@ fn main() {
         return;
     }
     let (w, result) = match &cli.command {
-        Command::Timeline { .. } => return,
+        Command::Timeline { .. } | Command::Serve(_) | Command::Config(_) => return,
         Command::Keygen(a) => {
             return finish(a.json, keygen(a), |o| {
                 println!(

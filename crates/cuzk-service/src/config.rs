@@ -1,0 +1,177 @@
+//! The daemon's configuration: a TOML file in which every field is optional, with command-line flags
+//! applied on top. [`DEFAULT_TOML`] documents every field with its default, and a test checks that it
+//! parses to [`ServiceConfig::default`].
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// What happens to proofs still queued or running when the daemon is asked to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ShutdownPolicy {
+    /// Finish them (up to `shutdown_grace_secs`), then cancel what is left.
+    Finish,
+    /// Cancel them at once.
+    Cancel,
+}
+
+/// The daemon's settings. See [`DEFAULT_TOML`] for each field's meaning.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServiceConfig {
+    /// `HOST:PORT` or `unix:///path/to/socket`.
+    pub listen: String,
+    /// `HOST:PORT` for Prometheus metrics over HTTP at `/metrics`; empty for none.
+    pub metrics_listen: String,
+    /// The key directory: keys and recorded shapes, by shape id.
+    pub key_dir: PathBuf,
+    /// Generate a key that the key directory lacks (and save it there) instead of refusing.
+    pub generate_missing_keys: bool,
+    /// `auto`, `cpu` or `cuda`.
+    pub backend: String,
+    /// CUDA device ordinals; empty for every device.
+    pub devices: Vec<usize>,
+    /// CPU workers synthesizing partitions per key; 0 for the number of cores.
+    pub partition_workers: usize,
+    /// GPU workers per device.
+    pub gpu_workers_per_device: usize,
+    /// Host memory budget per key in GiB; 0 for three quarters of the available memory.
+    pub host_budget_gib: u64,
+    /// Largest request accepted, in bytes.
+    pub max_request_bytes: usize,
+    /// Most partitions in one proof.
+    pub max_partitions: usize,
+    /// Largest circuit a key may be loaded or generated for, as log2 of its rows.
+    pub max_log_rows: u32,
+    /// Most proofs queued or running (or finished and not yet collected) at once.
+    pub max_jobs: usize,
+    /// What to do with live proofs on SIGINT or SIGTERM.
+    pub shutdown: ShutdownPolicy,
+    /// How long `shutdown = "finish"` waits before cancelling what is left.
+    pub shutdown_grace_secs: u64,
+    /// Verify every proof against its key before returning it.
+    pub verify_proofs: bool,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:9820".into(),
+            metrics_listen: "127.0.0.1:9821".into(),
+            key_dir: PathBuf::from("cuzk-keys"),
+            generate_missing_keys: true,
+            backend: "auto".into(),
+            devices: Vec::new(),
+            partition_workers: 0,
+            gpu_workers_per_device: 2,
+            host_budget_gib: 0,
+            max_request_bytes: 16 << 20,
+            max_partitions: 64,
+            max_log_rows: 27,
+            max_jobs: 1024,
+            shutdown: ShutdownPolicy::Finish,
+            shutdown_grace_secs: 600,
+            verify_proofs: true,
+        }
+    }
+}
+
+/// The default configuration as a commented TOML file (`cuzk config --print-default`).
+pub const DEFAULT_TOML: &str = r#"# cuzk serve: every field is optional; these are the defaults. Flags of `cuzk serve` override them.
+
+# Where the gRPC API listens: "HOST:PORT" or "unix:///path/to/socket".
+listen = "127.0.0.1:9820"
+# Prometheus metrics over HTTP at /metrics ("HOST:PORT"); "" for none. Also served by GetMetrics.
+metrics_listen = "127.0.0.1:9821"
+# The key directory (proving keys and recorded shapes, by shape id). The daemon reads and writes no
+# other files.
+key_dir = "cuzk-keys"
+# LoadKey of a key the directory lacks: generate it (and save it there) instead of refusing.
+generate_missing_keys = true
+# "auto" (CUDA when a usable GPU and the kernels are present, else the CPU), "cpu" or "cuda".
+backend = "auto"
+# CUDA device ordinals to prove on; [] for every device.
+devices = []
+# CPU workers synthesizing partitions, per resident key; 0 for the number of cores.
+partition_workers = 0
+# GPU workers per device (two overlap one partition's upload with another's kernels).
+gpu_workers_per_device = 2
+# Host memory budget per resident key, in GiB; 0 for three quarters of the available memory.
+host_budget_gib = 0
+# The largest request accepted, in bytes.
+max_request_bytes = 16777216
+# The most partitions in one proof.
+max_partitions = 64
+# The largest circuit a key may be loaded or generated for, as log2 of its rows.
+max_log_rows = 27
+# The most proofs queued, running or finished but not yet collected, at once.
+max_jobs = 1024
+# On SIGINT or SIGTERM, after it stops accepting: "finish" live proofs (for at most
+# shutdown_grace_secs, then cancel the rest) or "cancel" them at once.
+shutdown = "finish"
+shutdown_grace_secs = 600
+# Verify every proof against its key before returning it.
+verify_proofs = true
+"#;
+
+impl ServiceConfig {
+    /// Parses a TOML document; unknown fields are errors.
+    pub fn from_toml(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// Reads and parses a TOML file.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Self::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// The engine configuration these settings ask for.
+    pub fn engine(&self) -> Result<cuzk::Config, String> {
+        let backend: cuzk::BackendKind = self.backend.parse().map_err(|e| format!("backend: {e}"))?;
+        Ok(cuzk::Config {
+            backend,
+            verify_proofs: self.verify_proofs,
+            cuda_devices: (!self.devices.is_empty()).then(|| self.devices.clone()),
+            ..cuzk::Config::default()
+        })
+    }
+
+    /// The scheduler configuration for one resident key.
+    pub fn scheduler(&self) -> cuzk::sched::Config {
+        let mut c = cuzk::sched::Config::default();
+        if self.partition_workers > 0 {
+            c.partition_workers = self.partition_workers;
+        }
+        c.gpu_workers_per_device = self.gpu_workers_per_device.max(1);
+        if self.host_budget_gib > 0 {
+            c.host_budget_bytes = self.host_budget_gib.saturating_mul(1 << 30);
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_defaults_are_the_defaults() {
+        assert_eq!(ServiceConfig::from_toml(DEFAULT_TOML).unwrap(), ServiceConfig::default());
+        assert_eq!(ServiceConfig::from_toml("").unwrap(), ServiceConfig::default());
+    }
+
+    #[test]
+    fn fields_are_optional_and_unknown_ones_refused() {
+        let c = ServiceConfig::from_toml("listen = \"unix:///tmp/x.sock\"\nshutdown = \"cancel\"").unwrap();
+        assert_eq!(c.listen, "unix:///tmp/x.sock");
+        assert_eq!(c.shutdown, ShutdownPolicy::Cancel);
+        assert_eq!(c.key_dir, ServiceConfig::default().key_dir);
+        let e = ServiceConfig::from_toml("lisen = \"x\"").unwrap_err();
+        assert!(e.contains("lisen"), "{e}");
+        assert!(ServiceConfig::from_toml("max_partitions = -1").is_err());
+        assert!(ServiceConfig { backend: "tpu".into(), ..ServiceConfig::default() }.engine().is_err());
+    }
+}

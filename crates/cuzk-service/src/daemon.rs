@@ -1,0 +1,571 @@
+//! The daemon's state, apart from the wire: resident keys, jobs, metrics, shutdown.
+//!
+//! Each resident key has its own long-lived pipeline (`cuzk::Pipeline`). A submitted proof becomes a
+//! job whose outcome a background task collects as soon as it is ready, so metrics count it whether or
+//! not anyone waits, and a client that gives up waiting loses nothing: the result stays until it is
+//! collected once (`AwaitProof`), cancelled, or the daemon stops.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use ark_bls12_381::{Bls12_381, Fr};
+use ark_serialize::CanonicalSerialize;
+use cuzk::sched::{JobError, JobId, JobStatus, Priority};
+use rand::SeedableRng;
+use tokio::sync::watch;
+
+use crate::config::ServiceConfig;
+use crate::registry::{BoxedCircuit, KindKey, Registry};
+
+/// Why a call failed, by the gRPC status it maps to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServiceError {
+    /// The request is malformed or asks for something impossible.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// An unknown key, job or circuit kind.
+    #[error("{0}")]
+    NotFound(String),
+    /// A key id already in use.
+    #[error("{0}")]
+    AlreadyExists(String),
+    /// Too many jobs, or a request over the limits.
+    #[error("{0}")]
+    ResourceExhausted(String),
+    /// Waiting ran out of time; the job goes on.
+    #[error("{0}")]
+    DeadlineExceeded(String),
+    /// The job was cancelled.
+    #[error("{0}")]
+    Cancelled(String),
+    /// The daemon is shutting down.
+    #[error("{0}")]
+    Unavailable(String),
+    /// Proving failed (a partition's error, a key that cannot be loaded).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A resident key and its pipeline.
+pub struct Resident {
+    id: String,
+    kind: String,
+    spec: Box<dyn KindKey>,
+    shape_id: String,
+    constraints: usize,
+    domain_size: usize,
+    devices: usize,
+    pipeline: cuzk::Pipeline<BoxedCircuit>,
+}
+
+impl Resident {
+    /// The key's circuit kind's view of it.
+    pub fn spec(&self) -> &dyn KindKey {
+        self.spec.as_ref()
+    }
+}
+
+/// What `LoadKey` did.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The key's shape id in the key directory.
+    pub shape_id: String,
+    /// The circuit's constraints.
+    pub constraints: usize,
+    /// Generated (and saved) rather than read.
+    pub generated: bool,
+    /// Wall time of the whole call.
+    pub seconds: f64,
+    /// The verifying key, compressed.
+    pub verifying_key: Vec<u8>,
+}
+
+/// A finished proof.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// One compressed proof per partition.
+    pub proofs: Vec<Vec<u8>>,
+    /// From submission to the last partition's proof.
+    pub seconds: f64,
+}
+
+type Outcome = Result<Finished, ServiceError>;
+
+struct Job {
+    key: Arc<Resident>,
+    sched_id: JobId,
+    priority: Priority,
+    partitions: usize,
+    outcome: watch::Receiver<Option<Outcome>>,
+}
+
+/// Counters for `GetMetrics`.
+#[derive(Default)]
+struct Counters {
+    submitted: AtomicU64,
+    succeeded: AtomicU64,
+    failed: AtomicU64,
+    cancelled: AtomicU64,
+    rejected: AtomicU64,
+    partitions: AtomicU64,
+    /// Microseconds from submission to completion, summed over succeeded proofs.
+    proof_micros: AtomicU64,
+}
+
+/// Where a job is, for `GetStatus`.
+#[derive(Debug, Clone)]
+pub struct JobView {
+    /// The job's id.
+    pub id: String,
+    /// Its key.
+    pub key_id: String,
+    /// Its priority.
+    pub priority: Priority,
+    /// Partitions in the job.
+    pub partitions: usize,
+    /// Per-partition states while it runs; `None` once finished (waiting to be collected).
+    pub status: Option<JobStatus>,
+}
+
+/// A resident key, for `GetStatus`.
+#[derive(Debug, Clone)]
+pub struct KeyView {
+    /// The key's id.
+    pub id: String,
+    /// Its circuit kind.
+    pub kind: String,
+    /// Its shape id.
+    pub shape_id: String,
+    /// Constraints of one partition.
+    pub constraints: usize,
+    /// The proving domain.
+    pub domain_size: usize,
+    /// Devices it is resident on (0 on the CPU backend).
+    pub devices: usize,
+    /// Jobs queued or running on it.
+    pub live_jobs: usize,
+    /// Its pipeline's host budget: capacity, in use, peak.
+    pub budget: (u64, u64, u64),
+}
+
+/// The daemon.
+pub struct Daemon {
+    engine: cuzk::Engine,
+    config: ServiceConfig,
+    registry: Registry,
+    store: cuzk::keystore::KeyStore,
+    keys: Mutex<BTreeMap<String, Arc<Resident>>>,
+    jobs: Mutex<BTreeMap<String, Job>>,
+    next_job: AtomicU64,
+    accepting: AtomicBool,
+    started: Instant,
+    counters: Counters,
+}
+
+impl std::fmt::Debug for Daemon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Daemon").field("backend", &self.engine.backend_name()).finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A key id: 1 to 128 ASCII letters, digits, `.`, `_` or `-`. (Ids never name files; the limit keeps
+/// them readable in status, metrics labels and logs.)
+fn check_id(what: &str, id: &str) -> Result<(), ServiceError> {
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+    if id.is_empty() || id.len() > 128 || !id.bytes().all(allowed) {
+        return Err(ServiceError::InvalidArgument(format!(
+            "{what} {:?} is not 1 to 128 ASCII letters, digits, '.', '_' or '-'",
+            id.escape_debug().to_string()
+        )));
+    }
+    Ok(())
+}
+
+impl Daemon {
+    /// Opens the engine and the key directory.
+    pub fn new(config: ServiceConfig, registry: Registry) -> Result<Self, String> {
+        let engine = cuzk::Engine::new(config.engine()?).map_err(|e| e.to_string())?;
+        let store = cuzk::keystore::KeyStore::open(&config.key_dir)
+            .map_err(|e| format!("key directory {}: {e}", config.key_dir.display()))?;
+        Ok(Self {
+            engine,
+            config,
+            registry,
+            store,
+            keys: Mutex::new(BTreeMap::new()),
+            jobs: Mutex::new(BTreeMap::new()),
+            next_job: AtomicU64::new(1),
+            accepting: AtomicBool::new(true),
+            started: Instant::now(),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ServiceConfig {
+        &self.config
+    }
+
+    /// The engine's backend name.
+    pub fn backend(&self) -> &'static str {
+        self.engine.backend_name()
+    }
+
+    /// The CUDA devices proved on (empty on the CPU).
+    pub fn devices(&self) -> Vec<usize> {
+        self.engine.cuda_devices()
+    }
+
+    /// The circuit kinds requests may name.
+    pub fn circuit_kinds(&self) -> Vec<String> {
+        self.registry.names()
+    }
+
+    /// Time since start.
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Makes a key resident under `key_id` (blocking: it may read or generate a large key).
+    pub fn load_key(&self, key_id: &str, kind: &str, params: &[u8]) -> Result<Loaded, ServiceError> {
+        let t = Instant::now();
+        check_id("key id", key_id)?;
+        if !self.accepting.load(Ordering::SeqCst) {
+            return Err(ServiceError::Unavailable("the daemon is shutting down".into()));
+        }
+        if lock(&self.keys).contains_key(key_id) {
+            return Err(ServiceError::AlreadyExists(format!("key {key_id:?} is already resident")));
+        }
+        let k = self
+            .registry
+            .get(kind)
+            .ok_or_else(|| ServiceError::NotFound(format!("unknown circuit kind {kind:?}")))?;
+        let spec = k.key(params, self.config.max_log_rows).map_err(ServiceError::InvalidArgument)?;
+        let shape_id = spec.shape_id();
+        let in_store =
+            self.store.contains(&shape_id).map_err(|e| ServiceError::InvalidArgument(e.to_string()))?;
+        let generated = !in_store;
+        if generated {
+            if !self.config.generate_missing_keys {
+                return Err(ServiceError::NotFound(format!(
+                    "the key directory has no key for shape {shape_id} and generating keys is off"
+                )));
+            }
+            self.generate(spec.as_ref(), &shape_id)?;
+        }
+        let (key, _) = self
+            .engine
+            .load_key_from_store(&self.store, &shape_id)
+            .map_err(|e| ServiceError::Failed(format!("loading the key for {shape_id}: {e}")))?;
+        let constraints = key.shape().map(|s| s.counts().constraints).unwrap_or_default();
+        let mut verifying_key = Vec::new();
+        key.vk()
+            .serialize_compressed(&mut verifying_key)
+            .map_err(|e| ServiceError::Failed(format!("serializing the verifying key: {e}")))?;
+        let pipeline = self
+            .engine
+            .pipeline::<BoxedCircuit>(&key, self.config.scheduler())
+            .map_err(|e| ServiceError::Failed(format!("starting the pipeline for {shape_id}: {e}")))?;
+        let resident = Arc::new(Resident {
+            id: key_id.to_owned(),
+            kind: kind.to_owned(),
+            spec,
+            shape_id: shape_id.clone(),
+            constraints,
+            domain_size: key.domain_size(),
+            devices: key.devices(),
+            pipeline,
+        });
+        let mut keys = lock(&self.keys);
+        if keys.contains_key(key_id) {
+            return Err(ServiceError::AlreadyExists(format!("key {key_id:?} is already resident")));
+        }
+        keys.insert(key_id.to_owned(), resident);
+        Ok(Loaded { shape_id, constraints, generated, seconds: t.elapsed().as_secs_f64(), verifying_key })
+    }
+
+    /// Generates the key and records the shape for `spec` into the key directory.
+    fn generate(&self, spec: &dyn KindKey, shape_id: &str) -> Result<(), ServiceError> {
+        let failed =
+            |what: &'static str| move |e: String| ServiceError::Failed(format!("{what} for {shape_id}: {e}"));
+        let mut rng = rand::rngs::StdRng::seed_from_u64(spec.keygen_seed());
+        let pk = ark_groth16::Groth16::<Bls12_381>::generate_random_parameters_with_reduction(
+            spec.template().map_err(failed("building the circuit"))?,
+            &mut rng,
+        )
+        .map_err(|e| failed("generating the key")(e.to_string()))?;
+        let shape = cuzk::R1csShape::record(spec.template().map_err(failed("building the circuit"))?)
+            .map_err(|e| failed("recording the shape")(e.to_string()))?;
+        self.store.save_shape(shape_id, &shape).map_err(|e| failed("saving the shape")(e.to_string()))?;
+        // The key last: a key in the store always has its shape beside it.
+        self.store.save(shape_id, &pk).map_err(|e| failed("saving the key")(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Takes a key out of service: no new proofs; the ones already submitted finish.
+    pub fn evict_key(&self, key_id: &str) -> bool {
+        lock(&self.keys).remove(key_id).is_some()
+    }
+
+    /// Queues a proof and returns its job id.
+    pub fn submit(
+        self: &Arc<Self>,
+        key_id: &str,
+        partitions: &[Vec<u8>],
+        priority: Priority,
+        deadline: Option<Duration>,
+    ) -> Result<String, ServiceError> {
+        let reject = |e: ServiceError| {
+            self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+            e
+        };
+        if !self.accepting.load(Ordering::SeqCst) {
+            return Err(reject(ServiceError::Unavailable("the daemon is shutting down".into())));
+        }
+        let key = lock(&self.keys)
+            .get(key_id)
+            .cloned()
+            .ok_or_else(|| reject(ServiceError::NotFound(format!("no resident key {key_id:?}"))))?;
+        if partitions.is_empty() || partitions.len() > self.config.max_partitions {
+            return Err(reject(ServiceError::InvalidArgument(format!(
+                "{} partitions: a proof has 1 to {}",
+                partitions.len(),
+                self.config.max_partitions
+            ))));
+        }
+        let mut circuits = Vec::with_capacity(partitions.len());
+        let mut rng = rand::rngs::StdRng::from_entropy();
+        for (i, input) in partitions.iter().enumerate() {
+            let c = key
+                .spec
+                .partition(input)
+                .map_err(|e| reject(ServiceError::InvalidArgument(format!("partition {i}: {e}"))))?;
+            use ark_ff::UniformRand;
+            circuits.push((c, Fr::rand(&mut rng), Fr::rand(&mut rng)));
+        }
+        let n = self.next_job.fetch_add(1, Ordering::Relaxed);
+        let id = format!("job-{n}");
+        let sched_id = JobId(n);
+        let mut jobs = lock(&self.jobs);
+        if jobs.len() >= self.config.max_jobs {
+            return Err(reject(ServiceError::ResourceExhausted(format!(
+                "{} proofs are live or waiting to be collected (max_jobs)",
+                jobs.len()
+            ))));
+        }
+        let submitted = Instant::now();
+        let handle = key
+            .pipeline
+            .submit(sched_id, priority, deadline.map(|d| submitted + d), circuits)
+            .map_err(|e| reject(ServiceError::InvalidArgument(e.to_string())))?;
+        let (tx, rx) = watch::channel(None);
+        jobs.insert(id.clone(), Job { key, sched_id, priority, partitions: partitions.len(), outcome: rx });
+        drop(jobs);
+        self.counters.submitted.fetch_add(1, Ordering::Relaxed);
+        let daemon = Arc::clone(self);
+        tokio::spawn(async move {
+            let outcome = daemon.collect(handle.await, submitted);
+            let _ = tx.send(Some(outcome));
+        });
+        Ok(id)
+    }
+
+    /// Turns a job's result into its outcome and counts it.
+    fn collect(
+        &self,
+        result: Result<Vec<ark_groth16::Proof<Bls12_381>>, JobError>,
+        since: Instant,
+    ) -> Outcome {
+        let c = &self.counters;
+        let outcome = match result {
+            Ok(proofs) => proofs
+                .iter()
+                .map(|p| {
+                    let mut b = Vec::new();
+                    p.serialize_compressed(&mut b).map(|()| b)
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(|proofs| Finished { proofs, seconds: since.elapsed().as_secs_f64() })
+                .map_err(|e| ServiceError::Failed(format!("serializing a proof: {e}"))),
+            Err(JobError::Cancelled) => Err(ServiceError::Cancelled("the proof was cancelled".into())),
+            Err(JobError::ShutDown) => Err(ServiceError::Unavailable("the daemon stopped the proof".into())),
+            Err(e) => Err(ServiceError::Failed(e.to_string())),
+        };
+        match &outcome {
+            Ok(f) => {
+                c.succeeded.fetch_add(1, Ordering::Relaxed);
+                c.partitions.fetch_add(f.proofs.len() as u64, Ordering::Relaxed);
+                c.proof_micros.fetch_add((f.seconds * 1e6) as u64, Ordering::Relaxed);
+            }
+            Err(ServiceError::Cancelled(_)) => {
+                c.cancelled.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {
+                c.failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        outcome
+    }
+
+    /// Waits for job `id` (at most `timeout`), then hands its outcome over once and forgets it. On a
+    /// timeout the job goes on and can be waited for again.
+    pub async fn await_proof(&self, id: &str, timeout: Option<Duration>) -> Result<Finished, ServiceError> {
+        let mut rx = lock(&self.jobs).get(id).map(|j| j.outcome.clone()).ok_or_else(|| {
+            ServiceError::NotFound(format!("no job {id:?} (unknown, or already collected)"))
+        })?;
+        let ready = async {
+            // The sender lives until it has sent: an error means the daemon dropped the job.
+            let _ = rx.wait_for(Option::is_some).await;
+        };
+        match timeout {
+            Some(t) => tokio::time::timeout(t, ready).await.map_err(|_| {
+                ServiceError::DeadlineExceeded(format!("job {id} is not done after {} ms", t.as_millis()))
+            })?,
+            None => ready.await,
+        }
+        // Delivered once: whoever removes the job gets its outcome.
+        let job = lock(&self.jobs)
+            .remove(id)
+            .ok_or_else(|| ServiceError::NotFound(format!("job {id:?} was collected by another call")))?;
+        let outcome = job.outcome.borrow().clone();
+        outcome.unwrap_or_else(|| Err(ServiceError::Unavailable("the daemon dropped the job".into())))
+    }
+
+    /// Cancels job `id`: queued partitions are dropped, running ones are discarded. False when it is
+    /// unknown or already finished.
+    pub fn cancel(&self, id: &str) -> bool {
+        let jobs = lock(&self.jobs);
+        match jobs.get(id) {
+            Some(job) => job.key.pipeline.cancel(job.sched_id),
+            None => false,
+        }
+    }
+
+    /// Cancels job `id` and forgets it (its caller is gone).
+    pub fn abandon(&self, id: &str) {
+        self.cancel(id);
+        lock(&self.jobs).remove(id);
+    }
+
+    /// Every job and resident key.
+    pub fn status(&self) -> (Vec<KeyView>, Vec<JobView>) {
+        let keys = lock(&self.keys)
+            .values()
+            .map(|k| {
+                let b = k.pipeline.budget();
+                KeyView {
+                    id: k.id.clone(),
+                    kind: k.kind.clone(),
+                    shape_id: k.shape_id.clone(),
+                    constraints: k.constraints,
+                    domain_size: k.domain_size,
+                    devices: k.devices,
+                    live_jobs: k.pipeline.live_jobs(),
+                    budget: (b.capacity(), b.used(), b.peak()),
+                }
+            })
+            .collect();
+        let jobs = lock(&self.jobs)
+            .iter()
+            .map(|(id, j)| JobView {
+                id: id.clone(),
+                key_id: j.key.id.clone(),
+                priority: j.priority,
+                partitions: j.partitions,
+                status: j.key.pipeline.status(j.sched_id),
+            })
+            .collect();
+        (keys, jobs)
+    }
+
+    /// The metrics in Prometheus' text format.
+    pub fn metrics(&self) -> String {
+        let c = &self.counters;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let (keys, jobs) = self.status();
+        let live = jobs.iter().filter(|j| j.status.is_some()).count();
+        let mut out = String::new();
+        let mut metric = |name: &str, kind: &str, help: &str, samples: Vec<(String, f64)>| {
+            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+            for (labels, v) in samples {
+                out.push_str(&format!("{name}{labels} {v}\n"));
+            }
+        };
+        let one = |v: f64| vec![(String::new(), v)];
+        metric(
+            "cuzk_uptime_seconds",
+            "gauge",
+            "Seconds since the daemon started.",
+            one(self.uptime().as_secs_f64()),
+        );
+        metric("cuzk_proofs_submitted_total", "counter", "Proofs accepted.", one(load(&c.submitted) as f64));
+        metric("cuzk_proofs_succeeded_total", "counter", "Proofs finished.", one(load(&c.succeeded) as f64));
+        metric("cuzk_proofs_failed_total", "counter", "Proofs that failed.", one(load(&c.failed) as f64));
+        metric("cuzk_proofs_cancelled_total", "counter", "Proofs cancelled.", one(load(&c.cancelled) as f64));
+        metric(
+            "cuzk_requests_rejected_total",
+            "counter",
+            "Submissions refused.",
+            one(load(&c.rejected) as f64),
+        );
+        metric(
+            "cuzk_partitions_proved_total",
+            "counter",
+            "Partitions of finished proofs.",
+            one(load(&c.partitions) as f64),
+        );
+        metric(
+            "cuzk_proof_seconds_sum",
+            "counter",
+            "Seconds from submission to the last partition, summed over finished proofs.",
+            one(load(&c.proof_micros) as f64 / 1e6),
+        );
+        metric("cuzk_jobs_live", "gauge", "Proofs queued or running.", one(live as f64));
+        metric(
+            "cuzk_jobs_uncollected",
+            "gauge",
+            "Finished proofs not yet collected.",
+            one((jobs.len() - live) as f64),
+        );
+        metric("cuzk_keys_resident", "gauge", "Resident keys.", one(keys.len() as f64));
+        let per_key = |f: &dyn Fn(&KeyView) -> u64| {
+            keys.iter().map(|k| (format!("{{key=\"{}\"}}", k.id.escape_default()), f(k) as f64)).collect()
+        };
+        metric("cuzk_host_budget_bytes", "gauge", "Host memory budget per key.", per_key(&|k| k.budget.0));
+        metric(
+            "cuzk_host_budget_used_bytes",
+            "gauge",
+            "Host memory reserved per key.",
+            per_key(&|k| k.budget.1),
+        );
+        metric(
+            "cuzk_host_budget_peak_bytes",
+            "gauge",
+            "Peak host memory reserved per key.",
+            per_key(&|k| k.budget.2),
+        );
+        out
+    }
+
+    /// Stops accepting proofs and keys.
+    pub fn stop_accepting(&self) {
+        self.accepting.store(false, Ordering::SeqCst);
+    }
+
+    /// Cancels every live job.
+    pub fn cancel_all(&self) -> usize {
+        let jobs = lock(&self.jobs);
+        jobs.values().filter(|j| j.key.pipeline.cancel(j.sched_id)).count()
+    }
+
+    /// Jobs queued or running.
+    pub fn live_jobs(&self) -> usize {
+        lock(&self.jobs).values().filter(|j| j.outcome.borrow().is_none()).count()
+    }
+}

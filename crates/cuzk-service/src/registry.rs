@@ -1,0 +1,242 @@
+//! Circuit kinds: how a request's bytes become a key and partition circuits.
+//!
+//! A kind parses key parameters (`LoadKey`) into a [`KindKey`], which names the key's shape in the key
+//! directory, gives a circuit of that shape (to generate the key and record its shape) and turns one
+//! partition's input bytes into a circuit. The porep-like and synthetic kinds ship registered; library
+//! users add their own with [`Registry::register`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ark_bls12_381::Fr;
+use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError};
+use cuzk::circuits::{PorepLike, Synthetic};
+use serde::Deserialize;
+
+/// A circuit behind a box, so partitions of any kind share one pipeline type.
+pub struct BoxedCircuit(Box<dyn FnOnce(ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> + Send>);
+
+impl BoxedCircuit {
+    /// Boxes `circuit`.
+    pub fn new<C: ConstraintSynthesizer<Fr> + Send + 'static>(circuit: C) -> Self {
+        Self(Box::new(move |cs| circuit.generate_constraints(cs)))
+    }
+}
+
+impl std::fmt::Debug for BoxedCircuit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BoxedCircuit")
+    }
+}
+
+impl ConstraintSynthesizer<Fr> for BoxedCircuit {
+    fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
+        (self.0)(cs)
+    }
+}
+
+/// A circuit kind that requests can name.
+pub trait CircuitKind: Send + Sync + 'static {
+    /// The name requests use.
+    fn name(&self) -> &str;
+    /// Parses `LoadKey` parameters. `max_log_rows` bounds the size a request may ask for.
+    fn key(&self, params: &[u8], max_log_rows: u32) -> Result<Box<dyn KindKey>, String>;
+}
+
+/// A kind's key: its shape and its partitions.
+pub trait KindKey: Send + Sync + 'static {
+    /// The key-store name of the shape (ASCII letters, digits, `.`, `_`, `-`; checked by the store).
+    fn shape_id(&self) -> String;
+    /// A circuit of the shape, to generate the key and record the shape.
+    fn template(&self) -> Result<BoxedCircuit, String>;
+    /// The seed for generating the key, so a key directory can be rebuilt identically.
+    fn keygen_seed(&self) -> u64;
+    /// One partition's circuit from its input bytes.
+    fn partition(&self, input: &[u8]) -> Result<BoxedCircuit, String>;
+    /// The partition's public inputs (for clients that check proofs; the daemon checks every proof
+    /// against the key itself).
+    fn public_inputs(&self, input: &[u8]) -> Result<Vec<Fr>, String>;
+}
+
+/// The registered circuit kinds.
+#[derive(Clone)]
+pub struct Registry {
+    kinds: BTreeMap<String, Arc<dyn CircuitKind>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.kinds.keys()).finish()
+    }
+}
+
+impl Default for Registry {
+    /// The built-in kinds: `synthetic` and `porep-like`.
+    fn default() -> Self {
+        let mut r = Self { kinds: BTreeMap::new() };
+        r.register(SyntheticKind);
+        r.register(PorepLikeKind);
+        r
+    }
+}
+
+impl Registry {
+    /// Adds (or replaces) a kind under its name.
+    pub fn register(&mut self, kind: impl CircuitKind) {
+        self.kinds.insert(kind.name().to_owned(), Arc::new(kind));
+    }
+
+    /// The kind called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn CircuitKind>> {
+        self.kinds.get(name)
+    }
+
+    /// Every kind's name.
+    pub fn names(&self) -> Vec<String> {
+        self.kinds.keys().cloned().collect()
+    }
+}
+
+fn parse<'a, T: Deserialize<'a>>(what: &str, bytes: &'a [u8]) -> Result<T, String> {
+    serde_json::from_slice(bytes).map_err(|e| format!("{what}: {e}"))
+}
+
+fn check_log(log: u32, min: u32, max: u32) -> Result<(), String> {
+    if (min..=max).contains(&log) {
+        Ok(())
+    } else {
+        Err(format!("log size {log} is outside {min}..={max}"))
+    }
+}
+
+/// `synthetic`: key parameters `{"log_rows": K, "bit_share_per_mille": B}` (B optional, 0 to 1000),
+/// partition input `{"seed": S}`.
+struct SyntheticKind;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SyntheticParams {
+    log_rows: u32,
+    #[serde(default)]
+    bit_share_per_mille: u16,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SeedInput {
+    seed: u64,
+}
+
+/// A built-in kind's key: a template circuit, and how a partition's input fills it in.
+struct BuiltInKey<C> {
+    template: C,
+    shape_id: String,
+    fill: fn(&C, &[u8]) -> Result<C, String>,
+    public_inputs: fn(&C) -> Vec<Fr>,
+}
+
+impl<C: ConstraintSynthesizer<Fr> + Copy + Send + Sync + 'static> KindKey for BuiltInKey<C> {
+    fn shape_id(&self) -> String {
+        self.shape_id.clone()
+    }
+
+    fn template(&self) -> Result<BoxedCircuit, String> {
+        Ok(BoxedCircuit::new(self.template))
+    }
+
+    fn keygen_seed(&self) -> u64 {
+        0
+    }
+
+    fn partition(&self, input: &[u8]) -> Result<BoxedCircuit, String> {
+        (self.fill)(&self.template, input).map(BoxedCircuit::new)
+    }
+
+    fn public_inputs(&self, input: &[u8]) -> Result<Vec<Fr>, String> {
+        (self.fill)(&self.template, input).map(|c| (self.public_inputs)(&c))
+    }
+}
+
+impl CircuitKind for SyntheticKind {
+    fn name(&self) -> &str {
+        "synthetic"
+    }
+
+    fn key(&self, params: &[u8], max_log_rows: u32) -> Result<Box<dyn KindKey>, String> {
+        let p: SyntheticParams = parse("synthetic key parameters", params)?;
+        check_log(p.log_rows, 2, max_log_rows)?;
+        if p.bit_share_per_mille > 1000 {
+            return Err(format!("bit_share_per_mille {} is above 1000", p.bit_share_per_mille));
+        }
+        let template = Synthetic::with_log_rows(p.log_rows, 0).with_bit_share(p.bit_share_per_mille);
+        Ok(Box::new(BuiltInKey {
+            template,
+            shape_id: template.shape_id(),
+            fill: |t, input| {
+                let i: SeedInput = parse("synthetic partition input", input)?;
+                Ok(Synthetic { seed: i.seed, ..*t })
+            },
+            public_inputs: Synthetic::public_input_values,
+        }))
+    }
+}
+
+/// `porep-like`: key parameters `{"log_constraints": K}`, partition input `{"seed": S, "partition": P}`
+/// (the seed is the replica's, shared by a proof's partitions).
+struct PorepLikeKind;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PorepParamsIn {
+    log_constraints: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PorepInput {
+    seed: u64,
+    partition: u64,
+}
+
+impl CircuitKind for PorepLikeKind {
+    fn name(&self) -> &str {
+        "porep-like"
+    }
+
+    fn key(&self, params: &[u8], max_log_rows: u32) -> Result<Box<dyn KindKey>, String> {
+        let p: PorepParamsIn = parse("porep-like key parameters", params)?;
+        check_log(p.log_constraints, cuzk::circuits::porep::MIN_LOG_CONSTRAINTS, max_log_rows)?;
+        let template = PorepLike::for_log_constraints(p.log_constraints, 0, 0).map_err(|e| e.to_string())?;
+        Ok(Box::new(BuiltInKey {
+            template,
+            shape_id: template.params.shape_id(),
+            fill: |t, input| {
+                let i: PorepInput = parse("porep-like partition input", input)?;
+                PorepLike::new(t.params, i.seed, i.partition).map_err(|e| e.to_string())
+            },
+            public_inputs: PorepLike::public_input_values,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_kinds_parse_their_inputs_and_refuse_bad_ones() {
+        let r = Registry::default();
+        assert_eq!(r.names(), ["porep-like", "synthetic"]);
+        let syn = r.get("synthetic").unwrap();
+        let key = syn.key(br#"{"log_rows": 6}"#, 27).unwrap();
+        assert!(key.partition(br#"{"seed": 3}"#).is_ok());
+        assert_eq!(key.public_inputs(br#"{"seed": 3}"#).unwrap().len(), 1);
+        for bad in [&br#"{"seed": "x"}"#[..], b"", b"{\"seed\": 1, \"extra\": 2}", b"\xff"] {
+            assert!(key.partition(bad).is_err(), "{bad:?}");
+        }
+        assert!(syn.key(br#"{"log_rows": 40}"#, 27).err().unwrap().contains("outside"));
+        assert!(syn.key(br#"{"log_rows": 6, "bit_share_per_mille": 1001}"#, 27).is_err());
+        assert!(syn.key(b"not json", 27).err().unwrap().contains("synthetic key parameters"));
+        assert!(r.get("nope").is_none());
+    }
+}

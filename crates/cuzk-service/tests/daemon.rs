@@ -1,0 +1,378 @@
+//! The daemon on a loopback port with the CPU backend: concurrent clients whose proofs verify, bad
+//! input, timeouts, cancellation, a client that goes away, metrics, and shutdown by either policy.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ark_bls12_381::{Bls12_381, Fr};
+use ark_groth16::{Groth16, Proof, VerifyingKey};
+use ark_serialize::CanonicalDeserialize;
+use cuzk_service::proto::prover_client::ProverClient;
+use cuzk_service::proto::{self as pb};
+use cuzk_service::{Daemon, Listen, Registry, ServiceConfig, ShutdownPolicy};
+use tonic::transport::Channel;
+use tonic::Code;
+
+/// A daemon serving on 127.0.0.1 with a fresh key directory; dropping `stop` shuts it down.
+struct Running {
+    addr: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    served: tokio::task::JoinHandle<Result<(), String>>,
+    _dir: TempDir,
+}
+
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp_dir(name: &str) -> TempDir {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let dir = std::env::temp_dir().join(format!("cuzk-service-{name}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    TempDir(dir)
+}
+
+async fn start(name: &str, tune: impl FnOnce(&mut ServiceConfig)) -> Running {
+    let dir = temp_dir(name);
+    let mut config = ServiceConfig {
+        listen: "127.0.0.1:0".into(),
+        metrics_listen: String::new(),
+        key_dir: dir.0.clone(),
+        backend: "cpu".into(),
+        partition_workers: 2,
+        ..ServiceConfig::default()
+    };
+    tune(&mut config);
+    let daemon = Arc::new(Daemon::new(config, Registry::default()).expect("daemon"));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+    let served = tokio::spawn(cuzk_service::serve(
+        daemon,
+        Listen::Tcp("127.0.0.1:0".into()),
+        async move {
+            let _ = stopped.await;
+        },
+        move |a| {
+            let _ = addr_tx.send(a);
+        },
+    ));
+    let addr = addr_rx.await.expect("the daemon reports its address");
+    Running { addr, stop: Some(stop), served, _dir: dir }
+}
+
+async fn client(r: &Running) -> ProverClient<Channel> {
+    ProverClient::connect(format!("http://{}", r.addr)).await.expect("connect")
+}
+
+async fn load_synthetic(
+    c: &mut ProverClient<Channel>,
+    key_id: &str,
+    log_rows: u32,
+) -> VerifyingKey<Bls12_381> {
+    let reply = c
+        .load_key(pb::LoadKeyRequest {
+            key_id: key_id.into(),
+            circuit_kind: "synthetic".into(),
+            params: format!(r#"{{"log_rows": {log_rows}}}"#).into_bytes(),
+        })
+        .await
+        .expect("load key")
+        .into_inner();
+    VerifyingKey::deserialize_compressed(&reply.verifying_key[..]).expect("verifying key")
+}
+
+fn seed_input(seed: u64) -> Vec<u8> {
+    format!(r#"{{"seed": {seed}}}"#).into_bytes()
+}
+
+fn submit(key_id: &str, seeds: &[u64]) -> pb::SubmitRequest {
+    pb::SubmitRequest {
+        key_id: key_id.into(),
+        partitions: seeds.iter().map(|&s| seed_input(s)).collect(),
+        ..pb::SubmitRequest::default()
+    }
+}
+
+/// Checks each proof with ark-groth16 against the synthetic circuit's public inputs.
+fn check_proofs(vk: &VerifyingKey<Bls12_381>, log_rows: u32, seeds: &[u64], proofs: &[Vec<u8>]) {
+    assert_eq!(proofs.len(), seeds.len());
+    let pvk = ark_groth16::prepare_verifying_key(vk);
+    for (seed, bytes) in seeds.iter().zip(proofs) {
+        let proof = Proof::<Bls12_381>::deserialize_compressed(&bytes[..]).expect("proof");
+        let inputs: Vec<Fr> = cuzk::circuits::Synthetic::with_log_rows(log_rows, *seed).public_input_values();
+        assert!(Groth16::<Bls12_381>::verify_proof(&pvk, &proof, &inputs).unwrap(), "seed {seed}");
+    }
+}
+
+async fn metric(c: &mut ProverClient<Channel>, name: &str) -> f64 {
+    let text = c.get_metrics(pb::MetricsRequest {}).await.unwrap().into_inner().text;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+}
+
+async fn stop(mut r: Running) {
+    drop(r.stop.take());
+    r.served.await.unwrap().expect("served");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_clients_get_proofs_that_verify() {
+    let r = start("concurrent", |_| {}).await;
+    let mut c = client(&r).await;
+    let vk = load_synthetic(&mut c, "syn6", 6).await;
+    let tasks: Vec<_> = (0..4u64)
+        .map(|i| {
+            let mut c = c.clone();
+            tokio::spawn(async move {
+                let seeds = [10 * i + 1, 10 * i + 2];
+                if i % 2 == 0 {
+                    let reply = c.prove(submit("syn6", &seeds)).await.expect("prove").into_inner();
+                    (seeds, reply.proofs)
+                } else {
+                    let job =
+                        c.submit_proof(submit("syn6", &seeds)).await.expect("submit").into_inner().job_id;
+                    let req = pb::AwaitRequest { job_id: job, timeout_ms: 0 };
+                    (seeds, c.await_proof(req).await.expect("await").into_inner().proofs)
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        let (seeds, proofs) = t.await.unwrap();
+        check_proofs(&vk, 6, &seeds, &proofs);
+    }
+    assert_eq!(metric(&mut c, "cuzk_proofs_succeeded_total").await, 4.0);
+    assert_eq!(metric(&mut c, "cuzk_partitions_proved_total").await, 8.0);
+    assert_eq!(metric(&mut c, "cuzk_proofs_failed_total").await, 0.0);
+    let status = c.get_status(pb::StatusRequest {}).await.unwrap().into_inner();
+    assert_eq!(status.backend, "cpu");
+    assert_eq!(status.keys.len(), 1);
+    assert_eq!(status.keys[0].constraints, 62);
+    assert!(status.jobs.is_empty(), "collected proofs are forgotten: {:?}", status.jobs);
+    assert_eq!(status.circuit_kinds, ["porep-like", "synthetic"]);
+    // A second load of the same shape reads the key directory instead of generating.
+    let again = c
+        .load_key(pb::LoadKeyRequest {
+            key_id: "syn6-again".into(),
+            circuit_kind: "synthetic".into(),
+            params: br#"{"log_rows": 6}"#.to_vec(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!again.generated);
+    stop(r).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bad_requests_get_clear_codes_and_the_daemon_keeps_serving() {
+    let r = start("bad", |c| {
+        c.max_request_bytes = 64 << 10;
+        c.max_partitions = 4;
+    })
+    .await;
+    let mut c = client(&r).await;
+    let vk = load_synthetic(&mut c, "k", 6).await;
+    let load = |key_id: &str, kind: &str, params: &[u8]| pb::LoadKeyRequest {
+        key_id: key_id.into(),
+        circuit_kind: kind.into(),
+        params: params.to_vec(),
+    };
+    let cases: Vec<(Code, &str, tonic::Status)> = vec![
+        (Code::NotFound, "unknown circuit kind", c.load_key(load("x", "groth17", b"{}")).await.unwrap_err()),
+        (
+            Code::InvalidArgument,
+            "outside",
+            c.load_key(load("x", "synthetic", br#"{"log_rows": 60}"#)).await.unwrap_err(),
+        ),
+        (
+            Code::InvalidArgument,
+            "key parameters",
+            c.load_key(load("x", "synthetic", b"\x00\x01")).await.unwrap_err(),
+        ),
+        (Code::InvalidArgument, "key id", c.load_key(load("../etc", "synthetic", b"{}")).await.unwrap_err()),
+        (
+            Code::AlreadyExists,
+            "already resident",
+            c.load_key(load("k", "synthetic", br#"{"log_rows": 6}"#)).await.unwrap_err(),
+        ),
+        (Code::NotFound, "no resident key", c.prove(submit("nope", &[1])).await.unwrap_err()),
+        (Code::InvalidArgument, "partition 1", {
+            let mut req = submit("k", &[1]);
+            req.partitions.push(b"{\"seed\": -1}".to_vec());
+            c.prove(req).await.unwrap_err()
+        }),
+        (Code::InvalidArgument, "1 to 4", c.prove(submit("k", &[1, 2, 3, 4, 5])).await.unwrap_err()),
+        (Code::InvalidArgument, "1 to 4", c.prove(submit("k", &[])).await.unwrap_err()),
+        (Code::InvalidArgument, "priority", {
+            let mut req = submit("k", &[1]);
+            req.priority = 99;
+            c.prove(req).await.unwrap_err()
+        }),
+        (
+            Code::NotFound,
+            "no job",
+            c.await_proof(pb::AwaitRequest { job_id: "job-999".into(), timeout_ms: 1 }).await.unwrap_err(),
+        ),
+    ];
+    for (code, words, status) in cases {
+        assert_eq!(status.code(), code, "{status:?}");
+        assert!(status.message().contains(words), "{words:?} not in {:?}", status.message());
+    }
+    // Over the size limit: refused by the transport before the daemon sees it.
+    let mut big = submit("k", &[1]);
+    big.partitions[0] = vec![b' '; 100 << 10];
+    let status = c.prove(big).await.unwrap_err();
+    assert!(matches!(status.code(), Code::OutOfRange | Code::ResourceExhausted), "{status:?}");
+    // And everyone else is still served.
+    let reply = c.prove(submit("k", &[7])).await.unwrap().into_inner();
+    check_proofs(&vk, 6, &[7], &reply.proofs);
+    // Unknown key, bad partition input, too many and too few partitions.
+    assert_eq!(metric(&mut c, "cuzk_requests_rejected_total").await, 4.0);
+    // Evicted keys take no new proofs.
+    assert!(c.evict_key(pb::EvictKeyRequest { key_id: "k".into() }).await.unwrap().into_inner().evicted);
+    assert_eq!(c.prove(submit("k", &[7])).await.unwrap_err().code(), Code::NotFound);
+    stop(r).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn timeouts_cancellation_and_a_client_that_goes_away() {
+    let r = start("cancel", |_| {}).await;
+    let mut c = client(&r).await;
+    load_synthetic(&mut c, "big", 13).await;
+    let seeds: Vec<u64> = (0..24).collect();
+    // Waiting times out; the job goes on and can be cancelled.
+    let job = c.submit_proof(submit("big", &seeds)).await.unwrap().into_inner().job_id;
+    let waited = c.await_proof(pb::AwaitRequest { job_id: job.clone(), timeout_ms: 1 }).await.unwrap_err();
+    assert_eq!(waited.code(), Code::DeadlineExceeded, "{waited:?}");
+    let status = c.get_status(pb::StatusRequest {}).await.unwrap().into_inner();
+    let j = status.jobs.iter().find(|j| j.job_id == job).expect("the job is listed");
+    assert_eq!(j.partitions, 24);
+    assert!(!j.finished);
+    assert!(c.cancel_proof(pb::CancelRequest { job_id: job.clone() }).await.unwrap().into_inner().cancelled);
+    let cancelled = c.await_proof(pb::AwaitRequest { job_id: job.clone(), timeout_ms: 0 }).await.unwrap_err();
+    assert_eq!(cancelled.code(), Code::Cancelled, "{cancelled:?}");
+    // Delivered once, then forgotten.
+    let gone = c.await_proof(pb::AwaitRequest { job_id: job, timeout_ms: 0 }).await.unwrap_err();
+    assert_eq!(gone.code(), Code::NotFound);
+
+    // Prove with a timeout cancels its job when the timeout runs out.
+    let mut req = submit("big", &seeds);
+    req.timeout_ms = 50;
+    assert_eq!(c.prove(req).await.unwrap_err().code(), Code::DeadlineExceeded);
+
+    // A client that disconnects mid-proof: its job is cancelled and forgotten.
+    let mut gone_client = client(&r).await;
+    let call = tokio::spawn(async move { gone_client.prove(submit("big", &seeds)).await });
+    let mut listed = false;
+    for _ in 0..200 {
+        let s = c.get_status(pb::StatusRequest {}).await.unwrap().into_inner();
+        if !s.jobs.is_empty() {
+            listed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(listed, "the disconnecting client's job never showed up");
+    call.abort();
+    let mut forgotten = false;
+    for _ in 0..500 {
+        let s = c.get_status(pb::StatusRequest {}).await.unwrap().into_inner();
+        if s.jobs.is_empty() && s.keys[0].live_jobs == 0 {
+            forgotten = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(forgotten, "the job of a client that went away is still there");
+    assert_eq!(metric(&mut c, "cuzk_proofs_cancelled_total").await, 3.0);
+    // The daemon still proves.
+    load_synthetic(&mut c, "small", 6).await;
+    c.prove(submit("small", &[3])).await.expect("a proof after all that");
+    stop(r).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn shutdown_finishes_or_cancels_live_proofs_by_policy() {
+    for policy in [ShutdownPolicy::Finish, ShutdownPolicy::Cancel] {
+        let mut r = start("shutdown", |c| c.shutdown = policy).await;
+        let mut c = client(&r).await;
+        let vk = load_synthetic(&mut c, "k", 12).await;
+        let seeds: Vec<u64> = (0..6).collect();
+        let mut caller = c.clone();
+        let s2 = seeds.clone();
+        let call = tokio::spawn(async move { caller.prove(submit("k", &s2)).await });
+        // Stop once the proof is under way.
+        loop {
+            let s = c.get_status(pb::StatusRequest {}).await.unwrap().into_inner();
+            if !s.jobs.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drop(r.stop.take());
+        let result = call.await.unwrap();
+        match policy {
+            ShutdownPolicy::Finish => {
+                check_proofs(&vk, 12, &seeds, &result.expect("finished").into_inner().proofs)
+            }
+            ShutdownPolicy::Cancel => assert_eq!(result.unwrap_err().code(), Code::Cancelled),
+        }
+        r.served.await.unwrap().expect("the server stops cleanly");
+        // New connections are refused once it has stopped.
+        assert!(ProverClient::connect(format!("http://{}", r.addr)).await.is_err());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_unix_socket_serves_like_tcp_and_is_removed_on_shutdown() {
+    let dir = temp_dir("unix");
+    let socket = dir.0.join("cuzk.sock");
+    let config = ServiceConfig {
+        key_dir: dir.0.join("keys"),
+        backend: "cpu".into(),
+        partition_workers: 2,
+        ..ServiceConfig::default()
+    };
+    let daemon = Arc::new(Daemon::new(config, Registry::default()).unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+    let listen: Listen = format!("unix://{}", socket.display()).parse().unwrap();
+    let served = tokio::spawn(cuzk_service::serve(
+        daemon,
+        listen,
+        async move {
+            let _ = stopped.await;
+        },
+        move |a| {
+            let _ = addr_tx.send(a);
+        },
+    ));
+    let addr = addr_rx.await.unwrap();
+    assert_eq!(addr, format!("unix://{}", socket.display()));
+    let mut c = cuzk_service::client::connect(&addr).await.expect("connect over the socket");
+    let vk = load_synthetic(&mut c, "k", 6).await;
+    let reply = c.prove(submit("k", &[5, 6])).await.unwrap().into_inner();
+    check_proofs(&vk, 6, &[5, 6], &reply.proofs);
+    drop(stop);
+    served.await.unwrap().unwrap();
+    assert!(!socket.exists(), "the socket file is removed on shutdown");
+    // A path that already exists is refused, not taken over.
+    std::fs::write(&socket, b"").unwrap();
+    let daemon = Arc::new(
+        Daemon::new(
+            ServiceConfig { key_dir: dir.0.join("keys"), backend: "cpu".into(), ..ServiceConfig::default() },
+            Registry::default(),
+        )
+        .unwrap(),
+    );
+    let e = cuzk_service::serve(daemon, Listen::Unix(socket.clone()), async {}, |_| {}).await.unwrap_err();
+    assert!(e.contains("already exists"), "{e}");
+    assert!(["", "unix://", "nohost"].iter().all(|s| s.parse::<Listen>().is_err()));
+}

@@ -1,0 +1,74 @@
+//! `cuzk serve` as a process: it reports its addresses, serves metrics over HTTP, and exits 0 on
+//! SIGTERM; `cuzk config` prints a default that `--check` accepts.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+
+fn cuzk() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cuzk"))
+}
+
+fn http_get(addr: &str, path: &str) -> String {
+    let mut http = std::net::TcpStream::connect(addr).unwrap();
+    http.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).unwrap();
+    let mut reply = String::new();
+    http.read_to_string(&mut reply).unwrap();
+    reply
+}
+
+#[test]
+fn serve_reports_its_addresses_serves_metrics_and_stops_on_sigterm() {
+    let dir = std::env::temp_dir().join(format!("cuzk-serve-cli-{}", std::process::id()));
+    let mut child = cuzk()
+        .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--backend", "cpu"])
+        .arg("--key-dir")
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start cuzk serve");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || lines.next().expect("a line").expect("utf-8");
+    let metrics_line = next();
+    let metrics = metrics_line
+        .strip_prefix("cuzk serve: metrics on http://")
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("unexpected: {metrics_line}"))
+        .to_owned();
+    let listening = next();
+    assert!(listening.contains("cpu backend, listening on 127.0.0.1:"), "{listening}");
+
+    let reply = http_get(&metrics, "/metrics");
+    assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
+    assert!(reply.contains("\ncuzk_proofs_submitted_total 0\n"), "{reply}");
+    let reply = http_get(&metrics, "/secrets");
+    assert!(reply.starts_with("HTTP/1.1 404"), "{reply}");
+
+    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    assert_eq!(next(), "cuzk serve: stopping");
+    assert_eq!(next(), "cuzk serve: stopped");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn config_prints_a_default_that_checks_and_refuses_bad_files() {
+    let out = cuzk().args(["config", "--print-default"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("listen = \"127.0.0.1:9820\""), "{text}");
+    let path = std::env::temp_dir().join(format!("cuzk-config-{}.toml", std::process::id()));
+    std::fs::write(&path, &text).unwrap();
+    let checked = cuzk().arg("config").arg("--check").arg(&path).output().unwrap();
+    assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stderr));
+    std::fs::write(&path, "listen = 3\n").unwrap();
+    let bad = cuzk().arg("config").arg("--check").arg(&path).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("listen"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    let _ = std::fs::remove_file(&path);
+}
