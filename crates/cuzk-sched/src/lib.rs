@@ -6,6 +6,7 @@ mod oneshot;
 pub mod report;
 mod scheduler;
 pub mod sim;
+pub mod svg;
 pub mod timeline;
 
 pub use budget::{Budget, BudgetError, Reservation};

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod daemon;
+pub mod load;
 pub mod registry;
 pub mod server;
 

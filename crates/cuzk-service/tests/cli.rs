@@ -131,14 +131,20 @@ fn timeline_summarises_a_scheduler_timeline_and_refuses_bad_files() {
     s.submit(JobId(1), Priority::Normal, None, vec![0; 4]).unwrap().wait().unwrap();
     let dir = std::env::temp_dir().join(format!("cuzk-cli-timeline-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (file, chrome) = (dir.join("t.jsonl"), dir.join("t.trace.json"));
+    let (file, chrome, svg) = (dir.join("t.jsonl"), dir.join("t.trace.json"), dir.join("t.svg"));
     std::fs::write(&file, s.timeline().to_json_lines()).unwrap();
-    let out = cuzk(&["timeline", file.to_str().unwrap(), "--chrome", chrome.to_str().unwrap()]);
+    let (f, c, g) = (file.to_str().unwrap(), chrome.to_str().unwrap(), svg.to_str().unwrap());
+    let out = cuzk(&["timeline", f, "--chrome", c, "--svg", g]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("kernel utilisation") && text.contains("lock-bracket utilisation"), "{text}");
     let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&chrome).unwrap()).unwrap();
     assert!(trace.as_array().is_some_and(|a| !a.is_empty()));
+    let drawing = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawing.starts_with("<svg") && drawing.contains(">gpu0-kernels</text>"), "{drawing}");
+    // Four partitions: synthesis, upload and the kernel each get a bar.
+    assert_eq!(drawing.matches(": synthesis ").count(), 4);
+    assert_eq!(drawing.matches(": kernel:msm ").count(), 4);
     std::fs::write(&file, "not json\n").unwrap();
     let out = cuzk(&["timeline", file.to_str().unwrap()]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("line 1"));

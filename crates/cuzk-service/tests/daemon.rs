@@ -376,3 +376,117 @@ async fn a_unix_socket_serves_like_tcp_and_is_removed_on_shutdown() {
     assert!(e.contains("already exists"), "{e}");
     assert!(["", "unix://", "nohost"].iter().all(|s| s.parse::<Listen>().is_err()));
 }
+
+/// A kind registered by a library user: `x · x = y` with `y` public; its input is `x` as 8 bytes.
+struct SquareKind;
+
+struct SquareKey;
+
+#[derive(Clone, Copy)]
+struct Square(u64);
+
+impl ark_relations::gr1cs::ConstraintSynthesizer<Fr> for Square {
+    fn generate_constraints(
+        self,
+        cs: ark_relations::gr1cs::ConstraintSystemRef<Fr>,
+    ) -> Result<(), ark_relations::gr1cs::SynthesisError> {
+        use ark_relations::gr1cs::LinearCombination;
+        let x = cs.new_witness_variable(|| Ok(Fr::from(self.0)))?;
+        let y = cs.new_input_variable(|| Ok(Fr::from(self.0) * Fr::from(self.0)))?;
+        cs.enforce_r1cs_constraint(
+            || LinearCombination::from(x),
+            || LinearCombination::from(x),
+            || LinearCombination::from(y),
+        )
+    }
+}
+
+impl cuzk_service::CircuitKind for SquareKind {
+    fn name(&self) -> &str {
+        "square"
+    }
+
+    fn key(&self, params: &[u8], _max_log_rows: u32) -> Result<Box<dyn cuzk_service::KindKey>, String> {
+        if params.is_empty() {
+            Ok(Box::new(SquareKey))
+        } else {
+            Err("square takes no parameters".into())
+        }
+    }
+}
+
+fn square_input(input: &[u8]) -> Result<u64, String> {
+    Ok(u64::from_le_bytes(input.try_into().map_err(|_| format!("{} bytes, not 8", input.len()))?))
+}
+
+impl cuzk_service::KindKey for SquareKey {
+    fn shape_id(&self) -> String {
+        "square-v1".into()
+    }
+
+    fn template(&self) -> Result<cuzk_service::BoxedCircuit, String> {
+        Ok(cuzk_service::BoxedCircuit::new(Square(3)))
+    }
+
+    fn keygen_seed(&self) -> u64 {
+        9
+    }
+
+    fn partition(&self, input: &[u8]) -> Result<cuzk_service::BoxedCircuit, String> {
+        square_input(input).map(|x| cuzk_service::BoxedCircuit::new(Square(x)))
+    }
+
+    fn public_inputs(&self, input: &[u8]) -> Result<Vec<Fr>, String> {
+        square_input(input).map(|x| vec![Fr::from(x) * Fr::from(x)])
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kind_registered_by_the_library_user_is_proved() {
+    let dir = temp_dir("custom");
+    let mut registry = Registry::default();
+    registry.register(SquareKind);
+    let config = ServiceConfig { key_dir: dir.0.clone(), backend: "cpu".into(), ..ServiceConfig::default() };
+    let daemon = Arc::new(Daemon::new(config, registry).unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+    let served = tokio::spawn(cuzk_service::serve(
+        daemon,
+        Listen::Tcp("127.0.0.1:0".into()),
+        async move {
+            let _ = stopped.await;
+        },
+        move |a| {
+            let _ = addr_tx.send(a);
+        },
+    ));
+    let mut c = cuzk_service::client::connect(&addr_rx.await.unwrap()).await.unwrap();
+    let reply = c
+        .load_key(pb::LoadKeyRequest { key_id: "sq".into(), circuit_kind: "square".into(), params: vec![] })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(reply.generated && reply.shape_id == "square-v1");
+    let vk = VerifyingKey::<Bls12_381>::deserialize_compressed(&reply.verifying_key[..]).unwrap();
+    let req = pb::SubmitRequest {
+        key_id: "sq".into(),
+        partitions: vec![5u64.to_le_bytes().to_vec(), 7u64.to_le_bytes().to_vec()],
+        ..pb::SubmitRequest::default()
+    };
+    let proofs = c.prove(req).await.unwrap().into_inner().proofs;
+    let pvk = ark_groth16::prepare_verifying_key(&vk);
+    for (x, bytes) in [5u64, 7].iter().zip(&proofs) {
+        let proof = Proof::<Bls12_381>::deserialize_compressed(&bytes[..]).unwrap();
+        assert!(Groth16::<Bls12_381>::verify_proof(&pvk, &proof, &[Fr::from(x * x)]).unwrap());
+    }
+    let bad = pb::SubmitRequest {
+        key_id: "sq".into(),
+        partitions: vec![vec![1, 2, 3]],
+        ..pb::SubmitRequest::default()
+    };
+    let status = c.prove(bad).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(status.message().contains("3 bytes, not 8"), "{status:?}");
+    drop(stop);
+    served.await.unwrap().unwrap();
+}

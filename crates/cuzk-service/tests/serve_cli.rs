@@ -72,3 +72,35 @@ fn config_prints_a_default_that_checks_and_refuses_bad_files() {
     );
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn bench_daemon_sweeps_and_checks_every_proof() {
+    let dir = std::env::temp_dir().join(format!("cuzk-bench-daemon-{}", std::process::id()));
+    let out = cuzk()
+        .args(["bench", "daemon", "--circuit", "synthetic", "-k", "6", "-p", "2", "--proofs", "3"])
+        .args(["--urgent", "2", "--urgent-log-constraints", "5", "--in-flight", "1,2"])
+        .args(["--partition-workers", "1,2", "--backend", "cpu", "--json", "--key-dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 4, "two partition-worker counts by two in-flight counts");
+    for r in runs {
+        assert_eq!(r["proofs"], 3, "{r}");
+        assert_eq!(r["failed"], 0, "{r}");
+        assert_eq!(r["wrong"], 0, "{r}");
+        assert!(r["seconds_per_proof"].as_f64().unwrap() > 0.0);
+        assert!(r["budget_bytes"].as_u64().unwrap() > 0);
+    }
+    assert_eq!(runs[3]["partition_workers"], 2);
+    assert_eq!(runs[3]["in_flight"], 2);
+    // A running daemon keeps its own worker counts: sweeping them there is refused.
+    let refused = cuzk()
+        .args(["bench", "daemon", "--connect", "127.0.0.1:1", "--partition-workers", "2"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let _ = std::fs::remove_dir_all(&dir);
+}

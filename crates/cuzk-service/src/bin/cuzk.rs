@@ -57,6 +57,9 @@ enum Command {
         /// Also write it as a Chrome trace (opens in Perfetto).
         #[arg(long)]
         chrome: Option<std::path::PathBuf>,
+        /// Also draw it as a Gantt chart (SVG): a row per synthesis worker, GPU worker and device.
+        #[arg(long)]
+        svg: Option<std::path::PathBuf>,
     },
 }
 
@@ -67,6 +70,10 @@ enum BenchWhat {
     /// Load a key and its recorded shape from a key store (written by `cuzk keygen`) into the engine,
     /// and report the times and throughput.
     Load(LoadArgs),
+    /// A bounded load test against the daemon (in-process, or `--connect ADDR`): clients keep large
+    /// proofs in flight while urgent small ones are sent; sweeps partition workers, GPU workers and
+    /// proofs in flight; every proof is checked against the verifying key.
+    Daemon(cuzk_service::load::LoadArgs),
 }
 
 #[derive(Args)]
@@ -382,14 +389,29 @@ fn report_error(e: &dyn std::error::Error) -> ! {
     std::process::exit(1);
 }
 
-fn timeline(file: &std::path::Path, chrome: Option<&std::path::Path>) -> Result<(), String> {
+fn timeline(
+    file: &std::path::Path,
+    chrome: Option<&std::path::Path>,
+    svg: Option<&std::path::Path>,
+) -> Result<(), String> {
     use cuzk_sched::report::{parse_json_lines, TimelineReport};
     let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let spans = parse_json_lines(&text).map_err(|e| format!("{}: {e}", file.display()))?;
     if spans.is_empty() {
         return Err(format!("{}: no spans", file.display()));
     }
-    print!("{}", TimelineReport::from_spans(&spans).render());
+    let report = TimelineReport::from_spans(&spans);
+    print!("{}", report.render());
+    if let Some(out) = svg {
+        let title = format!(
+            "{}: kernel utilisation {:.1}% over a {:.3} s kernel window",
+            file.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            100.0 * report.kernel_utilization,
+            report.window_s
+        );
+        let drawing = cuzk_sched::svg::gantt(&spans, &title)?;
+        std::fs::write(out, drawing).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    }
     if let Some(out) = chrome {
         let t = cuzk_sched::Timeline::new();
         spans.into_iter().for_each(|s| t.push(s));
@@ -1102,8 +1124,8 @@ fn main() {
         }
         return;
     }
-    if let Command::Timeline { file, chrome } = &cli.command {
-        if let Err(e) = timeline(file, chrome.as_deref()) {
+    if let Command::Timeline { file, chrome, svg } = &cli.command {
+        if let Err(e) = timeline(file, chrome.as_deref(), svg.as_deref()) {
             eprintln!("error: {e}");
             std::process::exit(1);
         }
@@ -1143,6 +1165,18 @@ fn main() {
                     println!("  peak per partition   {:>10.1} MiB (estimate)", p as f64 / (1 << 20) as f64);
                 }
             })
+        }
+        Command::Bench { what: Some(BenchWhat::Daemon(a)), .. } => {
+            let runs = cuzk_service::load::run(a).map_err(Box::<dyn std::error::Error>::from);
+            return finish(a.json, runs, |runs| {
+                let urgent =
+                    a.urgent_log_constraints.map_or("same key".to_owned(), |k| format!("own key, 2^{k}"));
+                println!(
+                    "cuzk bench daemon: {} 2^{} x {} partitions, {} proofs; urgent: {} one-partition proofs ({urgent})",
+                    a.circuit, a.log_constraints, a.partitions, a.proofs, a.urgent
+                );
+                print!("{}", cuzk_service::load::table(runs));
+            });
         }
         Command::Bench { what: Some(BenchWhat::Load(a)), .. } => {
             return finish(a.json, bench_load(a), |o| {

@@ -1,0 +1,404 @@
+//! `cuzk bench daemon`: a bounded load test against a daemon, in-process (one per sweep point) or
+//! already running (`--connect`). Clients keep `in_flight` large proofs going while an urgent client
+//! sends small proofs at the urgent priority; every proof is checked with ark-groth16 against the
+//! verifying key `LoadKey` returned.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ark_bls12_381::Bls12_381;
+use ark_groth16::{Groth16, PreparedVerifyingKey, Proof, VerifyingKey};
+use ark_serialize::CanonicalDeserialize;
+use clap::Args;
+use serde::Serialize;
+use tonic::transport::Channel;
+
+use crate::proto::prover_client::ProverClient;
+use crate::proto::{self as pb};
+use crate::{Daemon, KindKey, Listen, Registry, ServiceConfig};
+
+/// Flags of `cuzk bench daemon`.
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// A running daemon (`HOST:PORT` or `unix:///path`); without it, one is started in this process
+    /// for each sweep point, on a loopback port.
+    #[arg(long)]
+    pub connect: Option<String>,
+    /// The circuit kind of the large and the urgent proofs.
+    #[arg(long, default_value = "porep-like")]
+    pub circuit: String,
+    /// log2 of the rows of a large proof's partitions.
+    #[arg(long, short = 'k', default_value_t = 12)]
+    pub log_constraints: u32,
+    /// Partitions per large proof.
+    #[arg(long, short = 'p', default_value_t = 4)]
+    pub partitions: usize,
+    /// Large proofs in all.
+    #[arg(long, default_value_t = 8)]
+    pub proofs: usize,
+    /// log2 of the rows of an urgent proof's single partition, with its own key (and so its own
+    /// pipeline); by default urgent proofs are one-partition proofs on the large proofs' key, so they
+    /// overtake queued partitions in the same scheduler.
+    #[arg(long)]
+    pub urgent_log_constraints: Option<u32>,
+    /// Urgent proofs, sent one after another while the large ones run.
+    #[arg(long, default_value_t = 4)]
+    pub urgent: usize,
+    /// Proofs in flight (concurrent clients of large proofs); comma-separated to sweep.
+    #[arg(long, value_delimiter = ',', default_value = "2")]
+    pub in_flight: Vec<usize>,
+    /// Partition workers of the in-process daemon; comma-separated to sweep (default: its default).
+    #[arg(long, value_delimiter = ',')]
+    pub partition_workers: Vec<usize>,
+    /// GPU workers per device of the in-process daemon; comma-separated to sweep.
+    #[arg(long, value_delimiter = ',')]
+    pub gpu_workers: Vec<usize>,
+    /// The in-process daemon's backend.
+    #[arg(long, default_value = "auto")]
+    pub backend: String,
+    /// The in-process daemon's key directory.
+    #[arg(long, default_value = "cuzk-keys")]
+    pub key_dir: std::path::PathBuf,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One sweep point's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadRun {
+    /// Partition workers (None: the daemon's own setting).
+    pub partition_workers: Option<usize>,
+    /// GPU workers per device (None: the daemon's own setting).
+    pub gpu_workers: Option<usize>,
+    /// Large proofs in flight.
+    pub in_flight: usize,
+    /// The daemon's backend.
+    pub backend: String,
+    /// Large proofs finished, failed, and proofs (of either size) that did not verify.
+    pub proofs: usize,
+    /// Proofs whose call failed.
+    pub failed: usize,
+    /// Proofs that came back but did not verify.
+    pub wrong: usize,
+    /// Wall time from the first submission to the last large proof.
+    pub seconds: f64,
+    /// Seconds per large proof over the run.
+    pub seconds_per_proof: f64,
+    /// Urgent proofs made while large ones were still running.
+    pub urgent: usize,
+    /// Urgent proofs' latencies (submission to proof), seconds: median, 95th percentile, maximum.
+    pub urgent_seconds: [f64; 3],
+    /// A large proof's latency, median.
+    pub large_median_seconds: f64,
+    /// The large key's budget: capacity and peak reserved, bytes (from GetStatus).
+    pub budget_bytes: u64,
+    /// Peak bytes reserved from that budget.
+    pub budget_peak_bytes: u64,
+    /// Peak resident memory of this process (the in-process daemon and the clients), bytes.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let i = ((v.len() - 1) as f64 * q).round() as usize;
+    v[i.min(v.len() - 1)]
+}
+
+/// `VmHWM` of `/proc/self/status`.
+fn peak_rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kb| kb * 1024)
+}
+
+struct Checker {
+    pvk: PreparedVerifyingKey<Bls12_381>,
+    spec: Box<dyn KindKey>,
+}
+
+impl Checker {
+    /// Whether every proof verifies against the partition inputs it was made for.
+    fn check(&self, inputs: &[Vec<u8>], proofs: &[Vec<u8>]) -> bool {
+        inputs.len() == proofs.len()
+            && inputs.iter().zip(proofs).all(|(input, bytes)| {
+                let (Ok(proof), Ok(public)) =
+                    (Proof::<Bls12_381>::deserialize_compressed(&bytes[..]), self.spec.public_inputs(input))
+                else {
+                    return false;
+                };
+                Groth16::<Bls12_381>::verify_proof(&self.pvk, &proof, &public).unwrap_or(false)
+            })
+    }
+}
+
+fn key_params(circuit: &str, log: u32) -> Result<Vec<u8>, String> {
+    match circuit {
+        "porep-like" => Ok(format!(r#"{{"log_constraints": {log}}}"#).into_bytes()),
+        "synthetic" => Ok(format!(r#"{{"log_rows": {log}}}"#).into_bytes()),
+        other => Err(format!("bench daemon knows the built-in kinds only, not {other:?}")),
+    }
+}
+
+fn partition_input(circuit: &str, seed: u64, partition: u64) -> Vec<u8> {
+    match circuit {
+        "porep-like" => format!(r#"{{"seed": {seed}, "partition": {partition}}}"#).into_bytes(),
+        _ => format!(r#"{{"seed": {}}}"#, seed * 1000 + partition).into_bytes(),
+    }
+}
+
+async fn load_key(
+    c: &mut ProverClient<Channel>,
+    key_id: &str,
+    circuit: &str,
+    log: u32,
+) -> Result<Checker, String> {
+    let params = key_params(circuit, log)?;
+    let reply = c
+        .load_key(pb::LoadKeyRequest {
+            key_id: key_id.into(),
+            circuit_kind: circuit.into(),
+            params: params.clone(),
+        })
+        .await;
+    let vk_bytes = match reply {
+        Ok(r) => r.into_inner().verifying_key,
+        Err(s) if s.code() == tonic::Code::AlreadyExists => {
+            return Err(format!("key id {key_id} is already resident on the daemon: evict it first"))
+        }
+        Err(s) => return Err(format!("LoadKey {key_id}: {}", s.message())),
+    };
+    let vk = VerifyingKey::<Bls12_381>::deserialize_compressed(&vk_bytes[..]).map_err(|e| e.to_string())?;
+    let spec = Registry::default()
+        .get(circuit)
+        .ok_or("unknown kind")?
+        .key(&params, 64)
+        .map_err(|e| e.to_string())?;
+    Ok(Checker { pvk: ark_groth16::prepare_verifying_key(&vk), spec })
+}
+
+/// Runs one sweep point against the daemon at `addr`.
+async fn run_point(a: &LoadArgs, addr: &str, in_flight: usize) -> Result<LoadRun, String> {
+    let mut c = crate::client::connect(addr).await?;
+    let large = Arc::new(load_key(&mut c, "bench-large", &a.circuit, a.log_constraints).await?);
+    let (urgent_key, small) = match a.urgent_log_constraints {
+        Some(k) => ("bench-urgent", Arc::new(load_key(&mut c, "bench-urgent", &a.circuit, k).await?)),
+        None => ("bench-large", Arc::clone(&large)),
+    };
+    let next = Arc::new(AtomicU64::new(0));
+    let (failed, wrong) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let t = Instant::now();
+    let workers: Vec<_> = (0..in_flight.max(1))
+        .map(|_| {
+            let (mut c, large, next, failed, wrong, a) = (
+                c.clone(),
+                Arc::clone(&large),
+                Arc::clone(&next),
+                Arc::clone(&failed),
+                Arc::clone(&wrong),
+                a.clone(),
+            );
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                loop {
+                    let n = next.fetch_add(1, Ordering::SeqCst);
+                    if n >= a.proofs as u64 {
+                        return latencies;
+                    }
+                    let inputs: Vec<Vec<u8>> =
+                        (0..a.partitions as u64).map(|p| partition_input(&a.circuit, n + 1, p)).collect();
+                    let req = pb::SubmitRequest {
+                        key_id: "bench-large".into(),
+                        partitions: inputs.clone(),
+                        ..pb::SubmitRequest::default()
+                    };
+                    let s = Instant::now();
+                    match c.prove(req).await {
+                        Ok(r) if large.check(&inputs, &r.get_ref().proofs) => {
+                            latencies.push(s.elapsed().as_secs_f64())
+                        }
+                        Ok(_) => {
+                            wrong.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Err(_) => {
+                            failed.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    // The urgent client starts once the large proofs have the daemon busy, and sends its proofs one
+    // after another, spread over the expected run.
+    let urgent = {
+        let (mut c, small, failed, wrong, a) =
+            (c.clone(), Arc::clone(&small), Arc::clone(&failed), Arc::clone(&wrong), a.clone());
+        let next = Arc::clone(&next);
+        tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            for i in 0..a.urgent as u64 {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                if next.load(Ordering::SeqCst) >= a.proofs as u64 + in_flight as u64 {
+                    // The large proofs are all done: what follows would not measure overtaking.
+                    break;
+                }
+                let inputs = vec![partition_input(&a.circuit, 1_000_000 + i, 0)];
+                let req = pb::SubmitRequest {
+                    key_id: urgent_key.into(),
+                    partitions: inputs.clone(),
+                    priority: pb::Priority::Urgent.into(),
+                    ..pb::SubmitRequest::default()
+                };
+                let s = Instant::now();
+                match c.prove(req).await {
+                    Ok(r) if small.check(&inputs, &r.get_ref().proofs) => {
+                        latencies.push(s.elapsed().as_secs_f64())
+                    }
+                    Ok(_) => {
+                        wrong.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Err(_) => {
+                        failed.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            }
+            latencies
+        })
+    };
+    let mut large_latencies = Vec::new();
+    for w in workers {
+        large_latencies.extend(w.await.map_err(|e| e.to_string())?);
+    }
+    let seconds = t.elapsed().as_secs_f64();
+    let urgent_latencies = urgent.await.map_err(|e| e.to_string())?;
+    let status = c.get_status(pb::StatusRequest {}).await.map_err(|e| e.message().to_owned())?.into_inner();
+    let key = status.keys.iter().find(|k| k.key_id == "bench-large");
+    for id in ["bench-large", "bench-urgent"] {
+        let _ = c.evict_key(pb::EvictKeyRequest { key_id: id.into() }).await;
+    }
+    Ok(LoadRun {
+        partition_workers: None,
+        gpu_workers: None,
+        in_flight,
+        backend: status.backend,
+        proofs: large_latencies.len(),
+        failed: failed.load(Ordering::SeqCst) as usize,
+        wrong: wrong.load(Ordering::SeqCst) as usize,
+        seconds,
+        seconds_per_proof: seconds / a.proofs.max(1) as f64,
+        urgent: urgent_latencies.len(),
+        urgent_seconds: [
+            quantile(urgent_latencies.clone(), 0.5),
+            quantile(urgent_latencies.clone(), 0.95),
+            quantile(urgent_latencies, 1.0),
+        ],
+        large_median_seconds: quantile(large_latencies, 0.5),
+        budget_bytes: key.map_or(0, |k| k.budget_bytes),
+        budget_peak_bytes: key.map_or(0, |k| k.budget_peak_bytes),
+        peak_rss_bytes: None,
+    })
+}
+
+/// Runs every sweep point.
+pub fn run(a: &LoadArgs) -> Result<Vec<LoadRun>, String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the async runtime: {e}"))?;
+    runtime.block_on(async {
+        let mut runs = Vec::new();
+        if let Some(addr) = &a.connect {
+            if !a.partition_workers.is_empty() || !a.gpu_workers.is_empty() {
+                return Err("--partition-workers and --gpu-workers sweep an in-process daemon; a running one keeps its own".into());
+            }
+            for &f in &a.in_flight {
+                runs.push(run_point(a, addr, f).await?);
+            }
+            return Ok(runs);
+        }
+        let opt = |v: &[usize]| if v.is_empty() { vec![None] } else { v.iter().copied().map(Some).collect() };
+        for pw in opt(&a.partition_workers) {
+            for gw in opt(&a.gpu_workers) {
+                for &f in &a.in_flight {
+                    let mut config = ServiceConfig {
+                        listen: "127.0.0.1:0".into(),
+                        metrics_listen: String::new(),
+                        key_dir: a.key_dir.clone(),
+                        backend: a.backend.clone(),
+                        ..ServiceConfig::default()
+                    };
+                    if let Some(pw) = pw {
+                        config.partition_workers = pw;
+                    }
+                    if let Some(gw) = gw {
+                        config.gpu_workers_per_device = gw;
+                    }
+                    let daemon = Arc::new(Daemon::new(config, Registry::default())?);
+                    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+                    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+                    let served = tokio::spawn(crate::serve(
+                        daemon,
+                        Listen::Tcp("127.0.0.1:0".into()),
+                        async move {
+                            let _ = stopped.await;
+                        },
+                        move |addr| {
+                            let _ = addr_tx.send(addr);
+                        },
+                    ));
+                    let addr = addr_rx.await.map_err(|_| "the in-process daemon did not start".to_string())?;
+                    let mut run = run_point(a, &addr, f).await;
+                    drop(stop);
+                    served.await.map_err(|e| e.to_string())??;
+                    if let Ok(r) = &mut run {
+                        r.partition_workers = pw;
+                        r.gpu_workers = gw;
+                        r.peak_rss_bytes = peak_rss();
+                    }
+                    runs.push(run?);
+                }
+            }
+        }
+        Ok(runs)
+    })
+}
+
+/// The sweep as a table.
+pub fn table(runs: &[LoadRun]) -> String {
+    let mut out = String::from(
+        "| partition workers | GPU workers | in flight | s/proof | large p50 s | urgent proofs | urgent p50 / p95 / max s | proofs | failed | wrong | budget peak / budget | peak RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let size = |b: u64| {
+        if b >= 1 << 30 {
+            format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64)
+        } else {
+            format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+        }
+    };
+    let or_default = |v: Option<usize>| v.map_or("default".to_owned(), |v| v.to_string());
+    for r in runs {
+        out.push_str(&format!(
+            "| {} | {} | {} | {:.3} | {:.3} | {} | {:.3} / {:.3} / {:.3} | {} | {} | {} | {} / {} | {} |\n",
+            or_default(r.partition_workers),
+            or_default(r.gpu_workers),
+            r.in_flight,
+            r.seconds_per_proof,
+            r.large_median_seconds,
+            r.urgent,
+            r.urgent_seconds[0],
+            r.urgent_seconds[1],
+            r.urgent_seconds[2],
+            r.proofs,
+            r.failed,
+            r.wrong,
+            size(r.budget_peak_bytes),
+            size(r.budget_bytes),
+            r.peak_rss_bytes.map_or("-".to_owned(), size),
+        ));
+    }
+    out
+}
