@@ -21,4 +21,4 @@ pub mod proto {
 pub use config::{ServiceConfig, ShutdownPolicy, DEFAULT_TOML};
 pub use daemon::{Daemon, ServiceError};
 pub use registry::{BoxedCircuit, CircuitKind, KindKey, Registry};
-pub use server::{serve, Listen, Service};
+pub use server::{serve, spawn, Background, Listen, Service};

@@ -181,6 +181,43 @@ async fn load_key(
     Ok(Checker { pvk: ark_groth16::prepare_verifying_key(&vk), spec })
 }
 
+/// Failed and wrong proofs over a run.
+#[derive(Default)]
+struct Tally {
+    failed: AtomicU64,
+    wrong: AtomicU64,
+}
+
+/// Proves one proof of `inputs` on `key_id` and checks it: its latency, or `None` (counted in
+/// `tally`) when the call failed or a proof did not verify.
+async fn prove_checked(
+    c: &mut ProverClient<Channel>,
+    key_id: &str,
+    inputs: Vec<Vec<u8>>,
+    priority: pb::Priority,
+    checker: &Checker,
+    tally: &Tally,
+) -> Option<f64> {
+    let req = pb::SubmitRequest {
+        key_id: key_id.into(),
+        partitions: inputs.clone(),
+        priority: priority.into(),
+        ..pb::SubmitRequest::default()
+    };
+    let s = Instant::now();
+    match c.prove(req).await {
+        Ok(r) if checker.check(&inputs, &r.get_ref().proofs) => Some(s.elapsed().as_secs_f64()),
+        Ok(_) => {
+            tally.wrong.fetch_add(1, Ordering::SeqCst);
+            None
+        }
+        Err(_) => {
+            tally.failed.fetch_add(1, Ordering::SeqCst);
+            None
+        }
+    }
+}
+
 /// Runs one sweep point against the daemon at `addr`.
 async fn run_point(a: &LoadArgs, addr: &str, in_flight: usize) -> Result<LoadRun, String> {
     let mut c = crate::client::connect(addr).await?;
@@ -190,18 +227,12 @@ async fn run_point(a: &LoadArgs, addr: &str, in_flight: usize) -> Result<LoadRun
         None => ("bench-large", Arc::clone(&large)),
     };
     let next = Arc::new(AtomicU64::new(0));
-    let (failed, wrong) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let tally = Arc::new(Tally::default());
     let t = Instant::now();
     let workers: Vec<_> = (0..in_flight.max(1))
         .map(|_| {
-            let (mut c, large, next, failed, wrong, a) = (
-                c.clone(),
-                Arc::clone(&large),
-                Arc::clone(&next),
-                Arc::clone(&failed),
-                Arc::clone(&wrong),
-                a.clone(),
-            );
+            let (mut c, large, next, tally, a) =
+                (c.clone(), Arc::clone(&large), Arc::clone(&next), Arc::clone(&tally), a.clone());
             tokio::spawn(async move {
                 let mut latencies = Vec::new();
                 loop {
@@ -211,23 +242,10 @@ async fn run_point(a: &LoadArgs, addr: &str, in_flight: usize) -> Result<LoadRun
                     }
                     let inputs: Vec<Vec<u8>> =
                         (0..a.partitions as u64).map(|p| partition_input(&a.circuit, n + 1, p)).collect();
-                    let req = pb::SubmitRequest {
-                        key_id: "bench-large".into(),
-                        partitions: inputs.clone(),
-                        ..pb::SubmitRequest::default()
-                    };
-                    let s = Instant::now();
-                    match c.prove(req).await {
-                        Ok(r) if large.check(&inputs, &r.get_ref().proofs) => {
-                            latencies.push(s.elapsed().as_secs_f64())
-                        }
-                        Ok(_) => {
-                            wrong.fetch_add(1, Ordering::SeqCst);
-                        }
-                        Err(_) => {
-                            failed.fetch_add(1, Ordering::SeqCst);
-                        }
-                    }
+                    let checked =
+                        prove_checked(&mut c, "bench-large", inputs, pb::Priority::Normal, &large, &tally)
+                            .await;
+                    latencies.extend(checked);
                 }
             })
         })
@@ -235,8 +253,7 @@ async fn run_point(a: &LoadArgs, addr: &str, in_flight: usize) -> Result<LoadRun
     // The urgent client starts once the large proofs have the daemon busy, and sends its proofs one
     // after another, spread over the expected run.
     let urgent = {
-        let (mut c, small, failed, wrong, a) =
-            (c.clone(), Arc::clone(&small), Arc::clone(&failed), Arc::clone(&wrong), a.clone());
+        let (mut c, small, tally, a) = (c.clone(), Arc::clone(&small), Arc::clone(&tally), a.clone());
         let next = Arc::clone(&next);
         tokio::spawn(async move {
             let mut latencies = Vec::new();
@@ -247,24 +264,9 @@ async fn run_point(a: &LoadArgs, addr: &str, in_flight: usize) -> Result<LoadRun
                     break;
                 }
                 let inputs = vec![partition_input(&a.circuit, 1_000_000 + i, 0)];
-                let req = pb::SubmitRequest {
-                    key_id: urgent_key.into(),
-                    partitions: inputs.clone(),
-                    priority: pb::Priority::Urgent.into(),
-                    ..pb::SubmitRequest::default()
-                };
-                let s = Instant::now();
-                match c.prove(req).await {
-                    Ok(r) if small.check(&inputs, &r.get_ref().proofs) => {
-                        latencies.push(s.elapsed().as_secs_f64())
-                    }
-                    Ok(_) => {
-                        wrong.fetch_add(1, Ordering::SeqCst);
-                    }
-                    Err(_) => {
-                        failed.fetch_add(1, Ordering::SeqCst);
-                    }
-                }
+                let checked =
+                    prove_checked(&mut c, urgent_key, inputs, pb::Priority::Urgent, &small, &tally).await;
+                latencies.extend(checked);
             }
             latencies
         })
@@ -286,8 +288,8 @@ async fn run_point(a: &LoadArgs, addr: &str, in_flight: usize) -> Result<LoadRun
         in_flight,
         backend: status.backend,
         proofs: large_latencies.len(),
-        failed: failed.load(Ordering::SeqCst) as usize,
-        wrong: wrong.load(Ordering::SeqCst) as usize,
+        failed: tally.failed.load(Ordering::SeqCst) as usize,
+        wrong: tally.wrong.load(Ordering::SeqCst) as usize,
         seconds,
         seconds_per_proof: seconds / a.proofs.max(1) as f64,
         urgent: urgent_latencies.len(),
@@ -338,22 +340,9 @@ pub fn run(a: &LoadArgs) -> Result<Vec<LoadRun>, String> {
                         config.gpu_workers_per_device = gw;
                     }
                     let daemon = Arc::new(Daemon::new(config, Registry::default())?);
-                    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-                    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-                    let served = tokio::spawn(crate::serve(
-                        daemon,
-                        Listen::Tcp("127.0.0.1:0".into()),
-                        async move {
-                            let _ = stopped.await;
-                        },
-                        move |addr| {
-                            let _ = addr_tx.send(addr);
-                        },
-                    ));
-                    let addr = addr_rx.await.map_err(|_| "the in-process daemon did not start".to_string())?;
-                    let mut run = run_point(a, &addr, f).await;
-                    drop(stop);
-                    served.await.map_err(|e| e.to_string())??;
+                    let served = crate::server::spawn(daemon, Listen::Tcp("127.0.0.1:0".into())).await?;
+                    let mut run = run_point(a, &served.addr, f).await;
+                    served.stop().await?;
                     if let Ok(r) = &mut run {
                         r.partition_workers = pw;
                         r.gpu_workers = gw;

@@ -276,6 +276,42 @@ pub async fn serve(
     Ok(())
 }
 
+/// A daemon served in the background of the current tokio runtime ([`spawn`]).
+#[derive(Debug)]
+pub struct Background {
+    /// The address it listens on (`HOST:PORT` or `unix:///path`).
+    pub addr: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    served: tokio::task::JoinHandle<Result<(), String>>,
+}
+
+impl Background {
+    /// Shuts it down as a signal would (policy, drain, calls in flight end) and waits until it has.
+    pub async fn stop(mut self) -> Result<(), String> {
+        drop(self.stop.take());
+        self.served.await.map_err(|e| format!("the server task: {e}"))?
+    }
+}
+
+/// Serves `daemon` on `listen` in the background; returns once it is listening.
+pub async fn spawn(daemon: Arc<Daemon>, listen: Listen) -> Result<Background, String> {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+    let shutdown = async move {
+        let _ = stopped.await;
+    };
+    let served = tokio::spawn(serve(daemon, listen, shutdown, move |a| {
+        let _ = addr_tx.send(a);
+    }));
+    match addr_rx.await {
+        Ok(addr) => Ok(Background { addr, stop: Some(stop), served }),
+        // It stopped before listening: its error says why.
+        Err(_) => {
+            Err(served.await.map_err(|e| e.to_string())?.err().unwrap_or_else(|| "the server stopped".into()))
+        }
+    }
+}
+
 /// Finishes or cancels the live proofs by policy, then reports through `done`.
 async fn drain(daemon: Arc<Daemon>, done: tokio::sync::oneshot::Sender<()>) {
     let c = daemon.config();

@@ -13,11 +13,9 @@ use cuzk_service::{Daemon, Listen, Registry, ServiceConfig, ShutdownPolicy};
 use tonic::transport::Channel;
 use tonic::Code;
 
-/// A daemon serving on 127.0.0.1 with a fresh key directory; dropping `stop` shuts it down.
+/// A daemon serving on 127.0.0.1 with a fresh key directory.
 struct Running {
-    addr: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    served: tokio::task::JoinHandle<Result<(), String>>,
+    served: cuzk_service::Background,
     _dir: TempDir,
 }
 
@@ -48,24 +46,12 @@ async fn start(name: &str, tune: impl FnOnce(&mut ServiceConfig)) -> Running {
     };
     tune(&mut config);
     let daemon = Arc::new(Daemon::new(config, Registry::default()).expect("daemon"));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-    let served = tokio::spawn(cuzk_service::serve(
-        daemon,
-        Listen::Tcp("127.0.0.1:0".into()),
-        async move {
-            let _ = stopped.await;
-        },
-        move |a| {
-            let _ = addr_tx.send(a);
-        },
-    ));
-    let addr = addr_rx.await.expect("the daemon reports its address");
-    Running { addr, stop: Some(stop), served, _dir: dir }
+    let served = cuzk_service::spawn(daemon, Listen::Tcp("127.0.0.1:0".into())).await.expect("serve");
+    Running { served, _dir: dir }
 }
 
 async fn client(r: &Running) -> ProverClient<Channel> {
-    ProverClient::connect(format!("http://{}", r.addr)).await.expect("connect")
+    ProverClient::connect(format!("http://{}", r.served.addr)).await.expect("connect")
 }
 
 async fn load_synthetic(
@@ -116,9 +102,8 @@ async fn metric(c: &mut ProverClient<Channel>, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {name} in\n{text}"))
 }
 
-async fn stop(mut r: Running) {
-    drop(r.stop.take());
-    r.served.await.unwrap().expect("served");
+async fn stop(r: Running) {
+    r.served.stop().await.expect("served");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -301,7 +286,7 @@ async fn timeouts_cancellation_and_a_client_that_goes_away() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn shutdown_finishes_or_cancels_live_proofs_by_policy() {
     for policy in [ShutdownPolicy::Finish, ShutdownPolicy::Cancel] {
-        let mut r = start("shutdown", |c| c.shutdown = policy).await;
+        let r = start("shutdown", |c| c.shutdown = policy).await;
         let mut c = client(&r).await;
         let vk = load_synthetic(&mut c, "k", 12).await;
         let seeds: Vec<u64> = (0..6).collect();
@@ -316,7 +301,8 @@ async fn shutdown_finishes_or_cancels_live_proofs_by_policy() {
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        drop(r.stop.take());
+        let addr = r.served.addr.clone();
+        let stopped = tokio::spawn(r.served.stop());
         let result = call.await.unwrap();
         match policy {
             ShutdownPolicy::Finish => {
@@ -324,9 +310,9 @@ async fn shutdown_finishes_or_cancels_live_proofs_by_policy() {
             }
             ShutdownPolicy::Cancel => assert_eq!(result.unwrap_err().code(), Code::Cancelled),
         }
-        r.served.await.unwrap().expect("the server stops cleanly");
+        stopped.await.unwrap().expect("the server stops cleanly");
         // New connections are refused once it has stopped.
-        assert!(ProverClient::connect(format!("http://{}", r.addr)).await.is_err());
+        assert!(ProverClient::connect(format!("http://{addr}")).await.is_err());
     }
 }
 
@@ -341,27 +327,14 @@ async fn a_unix_socket_serves_like_tcp_and_is_removed_on_shutdown() {
         ..ServiceConfig::default()
     };
     let daemon = Arc::new(Daemon::new(config, Registry::default()).unwrap());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
     let listen: Listen = format!("unix://{}", socket.display()).parse().unwrap();
-    let served = tokio::spawn(cuzk_service::serve(
-        daemon,
-        listen,
-        async move {
-            let _ = stopped.await;
-        },
-        move |a| {
-            let _ = addr_tx.send(a);
-        },
-    ));
-    let addr = addr_rx.await.unwrap();
-    assert_eq!(addr, format!("unix://{}", socket.display()));
-    let mut c = cuzk_service::client::connect(&addr).await.expect("connect over the socket");
+    let served = cuzk_service::spawn(daemon, listen).await.unwrap();
+    assert_eq!(served.addr, format!("unix://{}", socket.display()));
+    let mut c = cuzk_service::client::connect(&served.addr).await.expect("connect over the socket");
     let vk = load_synthetic(&mut c, "k", 6).await;
     let reply = c.prove(submit("k", &[5, 6])).await.unwrap().into_inner();
     check_proofs(&vk, 6, &[5, 6], &reply.proofs);
-    drop(stop);
-    served.await.unwrap().unwrap();
+    served.stop().await.unwrap();
     assert!(!socket.exists(), "the socket file is removed on shutdown");
     // A path that already exists is refused, not taken over.
     std::fs::write(&socket, b"").unwrap();
@@ -372,7 +345,7 @@ async fn a_unix_socket_serves_like_tcp_and_is_removed_on_shutdown() {
         )
         .unwrap(),
     );
-    let e = cuzk_service::serve(daemon, Listen::Unix(socket.clone()), async {}, |_| {}).await.unwrap_err();
+    let e = cuzk_service::spawn(daemon, Listen::Unix(socket.clone())).await.unwrap_err();
     assert!(e.contains("already exists"), "{e}");
     assert!(["", "unix://", "nohost"].iter().all(|s| s.parse::<Listen>().is_err()));
 }
@@ -448,19 +421,8 @@ async fn a_kind_registered_by_the_library_user_is_proved() {
     registry.register(SquareKind);
     let config = ServiceConfig { key_dir: dir.0.clone(), backend: "cpu".into(), ..ServiceConfig::default() };
     let daemon = Arc::new(Daemon::new(config, registry).unwrap());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-    let served = tokio::spawn(cuzk_service::serve(
-        daemon,
-        Listen::Tcp("127.0.0.1:0".into()),
-        async move {
-            let _ = stopped.await;
-        },
-        move |a| {
-            let _ = addr_tx.send(a);
-        },
-    ));
-    let mut c = cuzk_service::client::connect(&addr_rx.await.unwrap()).await.unwrap();
+    let served = cuzk_service::spawn(daemon, Listen::Tcp("127.0.0.1:0".into())).await.unwrap();
+    let mut c = cuzk_service::client::connect(&served.addr).await.unwrap();
     let reply = c
         .load_key(pb::LoadKeyRequest { key_id: "sq".into(), circuit_kind: "square".into(), params: vec![] })
         .await
@@ -487,6 +449,5 @@ async fn a_kind_registered_by_the_library_user_is_proved() {
     let status = c.prove(bad).await.unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument);
     assert!(status.message().contains("3 bytes, not 8"), "{status:?}");
-    drop(stop);
-    served.await.unwrap().unwrap();
+    served.stop().await.unwrap();
 }
