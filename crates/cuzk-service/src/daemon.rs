@@ -313,7 +313,8 @@ impl Daemon {
         lock(&self.keys).remove(key_id).is_some()
     }
 
-    /// Queues a proof and returns its job id.
+    /// Queues a proof and returns its job id. Call it from within a tokio runtime: a task of that
+    /// runtime collects the outcome.
     pub fn submit(
         self: &Arc<Self>,
         key_id: &str,
@@ -328,6 +329,8 @@ impl Daemon {
         if !self.accepting.load(Ordering::SeqCst) {
             return Err(reject(ServiceError::Unavailable("the daemon is shutting down".into())));
         }
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| ServiceError::Failed("Daemon::submit was called outside a tokio runtime".into()))?;
         let key = lock(&self.keys)
             .get(key_id)
             .cloned()
@@ -369,7 +372,7 @@ impl Daemon {
         drop(jobs);
         self.counters.submitted.fetch_add(1, Ordering::Relaxed);
         let daemon = Arc::clone(self);
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             let outcome = daemon.collect(handle.await, submitted);
             let _ = tx.send(Some(outcome));
         });

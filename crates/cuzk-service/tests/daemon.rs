@@ -451,3 +451,14 @@ async fn a_kind_registered_by_the_library_user_is_proved() {
     assert!(status.message().contains("3 bytes, not 8"), "{status:?}");
     served.stop().await.unwrap();
 }
+
+#[test]
+fn submitting_outside_a_runtime_is_an_error_not_a_panic() {
+    let dir = temp_dir("no-runtime");
+    let config = ServiceConfig { key_dir: dir.0.clone(), backend: "cpu".into(), ..ServiceConfig::default() };
+    let daemon = Arc::new(Daemon::new(config, Registry::default()).unwrap());
+    let loaded = daemon.load_key("k", "synthetic", br#"{"log_rows": 6}"#).unwrap();
+    assert!(loaded.generated);
+    let e = daemon.submit("k", &[seed_input(1)], cuzk::sched::Priority::Normal, None).unwrap_err();
+    assert!(e.to_string().contains("outside a tokio runtime"), "{e}");
+}

@@ -36,10 +36,27 @@ fn serve_reports_its_addresses_serves_metrics_and_stops_on_sigterm() {
         .to_owned();
     let listening = next();
     assert!(listening.contains("cpu backend, listening on 127.0.0.1:"), "{listening}");
+    let addr = listening.rsplit(' ').next().unwrap().to_owned();
+
+    // The load test against this running daemon: every proof checked.
+    let out = cuzk()
+        .args(["bench", "daemon", "--connect", &addr, "--circuit", "synthetic", "-k", "6", "-p", "2"])
+        .args(["--proofs", "2", "--urgent", "1", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(runs[0]["proofs"], 2, "{runs}");
+    assert_eq!(runs[0]["failed"], 0, "{runs}");
+    assert_eq!(runs[0]["wrong"], 0, "{runs}");
+    assert_eq!(runs[0]["backend"], "cpu", "{runs}");
 
     let reply = http_get(&metrics, "/metrics");
     assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
-    assert!(reply.contains("\ncuzk_proofs_submitted_total 0\n"), "{reply}");
+    // The urgent proof runs only when the large ones are still going 200 ms in.
+    let succeeded = 2 + runs[0]["urgent"].as_u64().unwrap();
+    assert!(reply.contains(&format!("\ncuzk_proofs_succeeded_total {succeeded}\n")), "{reply}");
+    assert!(reply.contains("\ncuzk_keys_resident 0\n"), "the bench evicts its keys: {reply}");
     let reply = http_get(&metrics, "/secrets");
     assert!(reply.starts_with("HTTP/1.1 404"), "{reply}");
 
