@@ -251,6 +251,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Runs a stage, turning a panic in it (a circuit's, say) into that partition's error, so the worker
+/// goes on, the job gets its outcome and nothing waits for it forever.
+fn guarded<T>(stage: &'static str, f: impl FnOnce() -> Result<T, StageError>) -> Result<T, StageError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        Err(StageError::new(stage, format!("panicked: {message}")))
+    })
+}
+
 impl<S: Stages> Inner<S> {
     /// See [`Scheduler::cancel`].
     fn cancel(&self, id: JobId) -> bool {
@@ -379,7 +392,7 @@ impl<S: Stages> Inner<S> {
             };
             self.timeline.span(work.job.0, work.index, "budget_wait", &lane, t);
             let t = Instant::now();
-            let result = self.stages.synthesize(part, work.payload);
+            let result = guarded("synthesis", || self.stages.synthesize(part, work.payload));
             self.timeline.span(work.job.0, work.index, "synthesis", &lane, t);
             match result {
                 Ok(data) => {
@@ -471,7 +484,7 @@ impl<S: Stages> Inner<S> {
             let at = Placement { device, slot };
             let held = Instant::now();
             let t = Instant::now();
-            let staged = self.stages.upload(part, at, data);
+            let staged = guarded("upload", || self.stages.upload(part, at, data));
             self.timeline.span(job.0, index, "upload", &lane, t);
             // The partition's host data is on the device (or failed): give its budget back now.
             reservation.release(u64::MAX);
@@ -495,7 +508,7 @@ impl<S: Stages> Inner<S> {
                     Some(guard) => KernelLog::holding(move || drop(guard)),
                     None => KernelLog::default(),
                 };
-                let result = self.stages.kernels(part, at, staged, &mut log);
+                let result = guarded("kernels", || self.stages.kernels(part, at, staged, &mut log));
                 let released = log.released_at().unwrap_or_else(Instant::now);
                 let kernels = std::mem::take(&mut log.kernels);
                 drop(log);
@@ -520,7 +533,7 @@ impl<S: Stages> Inner<S> {
             dev.slot_freed.notify_one();
 
             let t = Instant::now();
-            let output = computed.and_then(|c| self.stages.finish(part, c));
+            let output = computed.and_then(|c| guarded("finish", || self.stages.finish(part, c)));
             self.timeline.span(job.0, index, "finish", &lane, t);
             self.deliver(part, output.map_err(|source| JobError::Partition { index, source }));
         }

@@ -73,16 +73,12 @@ pub fn gantt(spans: &[Span], title: &str) -> Result<String, String> {
     );
     // Time axis: about ten ticks at a round step.
     let secs = span_us / 1e6;
-    let step = [
-        0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0,
-        500.0,
-    ]
-    .into_iter()
-    .find(|s| secs / s <= 12.0)
-    .unwrap_or(1000.0);
+    let magnitude = 10f64.powf((secs / 10.0).log10().floor());
+    let step =
+        [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * magnitude).find(|s| secs / s <= 12.0).unwrap_or(0.0);
     let bottom = top + row_h * lanes.len() as f64;
     let mut tick = (t0 / 1e6 / step).ceil() * step;
-    while tick * 1e6 <= t1 {
+    while step > 0.0 && step.is_finite() && tick * 1e6 <= t1 {
         let tx = x(tick * 1e6);
         out += &format!(
             "<line x1=\"{tx:.1}\" y1=\"{:.1}\" x2=\"{tx:.1}\" y2=\"{bottom:.1}\" stroke=\"#eeeeee\"/>\n<text x=\"{tx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}s</text>\n",

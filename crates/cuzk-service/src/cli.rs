@@ -138,10 +138,17 @@ pub fn serve(a: &ServeArgs) -> Result<(), String> {
             }));
         }
         let backend = daemon.backend();
+        let second = Arc::clone(&daemon);
         let shutdown = async move {
             crate::server::signal().await;
             println!("cuzk serve: stopping");
             let _ = std::io::stdout().flush();
+            // A second signal cancels whatever is still live instead of waiting for it.
+            tokio::spawn(async move {
+                crate::server::signal().await;
+                println!("cuzk serve: cancelling the live proofs");
+                second.cancel_all();
+            });
         };
         crate::serve(daemon, listen, shutdown, |addr| {
             println!("cuzk serve: {backend} backend, listening on {addr}");

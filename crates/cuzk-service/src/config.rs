@@ -46,6 +46,8 @@ pub struct ServiceConfig {
     pub max_log_rows: u32,
     /// Most proofs queued or running (or finished and not yet collected) at once.
     pub max_jobs: usize,
+    /// Most keys resident (or loading) at once.
+    pub max_keys: usize,
     /// What to do with live proofs on SIGINT or SIGTERM.
     pub shutdown: ShutdownPolicy,
     /// How long `shutdown = "finish"` waits before cancelling what is left.
@@ -70,6 +72,7 @@ impl Default for ServiceConfig {
             max_partitions: 64,
             max_log_rows: 27,
             max_jobs: 1024,
+            max_keys: 8,
             shutdown: ShutdownPolicy::Finish,
             shutdown_grace_secs: 600,
             verify_proofs: true,
@@ -107,8 +110,11 @@ max_partitions = 64
 max_log_rows = 27
 # The most proofs queued, running or finished but not yet collected, at once.
 max_jobs = 1024
-# On SIGINT or SIGTERM, after it stops accepting: "finish" live proofs (for at most
-# shutdown_grace_secs, then cancel the rest) or "cancel" them at once.
+# The most keys resident or loading at once. Each has its own pipeline and host budget.
+max_keys = 8
+# On SIGINT or SIGTERM the daemon stops accepting proofs, then either lets the live ones finish and
+# be collected ("finish", for at most shutdown_grace_secs; then it cancels the rest) or cancels them
+# at once ("cancel"). A second signal cancels everything.
 shutdown = "finish"
 shutdown_grace_secs = 600
 # Verify every proof against its key before returning it.

@@ -2,8 +2,10 @@
 //!
 //! Each resident key has its own long-lived pipeline (`cuzk::Pipeline`). A submitted proof becomes a
 //! job whose outcome a background task collects as soon as it is ready, so metrics count it whether or
-//! not anyone waits, and a client that gives up waiting loses nothing: the result stays until it is
-//! collected once (`AwaitProof`), cancelled, or the daemon stops.
+//! not anyone waits, and a client that gives up waiting loses nothing: the outcome (proofs, or why
+//! there are none, such as a cancellation) stays until it is collected once (`AwaitProof`) or the
+//! daemon stops. Values that may hold the last reference to a key's pipeline are dropped on a thread
+//! of their own: dropping a pipeline joins its workers, which must not stall a lock or an async thread.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -35,6 +37,9 @@ pub enum ServiceError {
     #[error("{0}")]
     ResourceExhausted(String),
     /// Waiting ran out of time; the job goes on.
+    #[error("{0}")]
+    WaitTimedOut(String),
+    /// The job's own deadline passed before one of its partitions started.
     #[error("{0}")]
     DeadlineExceeded(String),
     /// The job was cancelled.
@@ -157,6 +162,8 @@ pub struct Daemon {
     registry: Registry,
     store: cuzk::keystore::KeyStore,
     keys: Mutex<BTreeMap<String, Arc<Resident>>>,
+    /// Key ids being loaded, so two loads of one id do not both do the work.
+    loading: Mutex<std::collections::BTreeSet<String>>,
     jobs: Mutex<BTreeMap<String, Job>>,
     next_job: AtomicU64,
     accepting: AtomicBool,
@@ -174,14 +181,26 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A key id: 1 to 128 ASCII letters, digits, `.`, `_` or `-`. (Ids never name files; the limit keeps
+/// A name from a request as it goes into a message: escaped, and cut to 64 characters.
+fn shown(s: &str) -> String {
+    let cut: String = s.chars().take(64).collect();
+    let more = if cut.len() < s.len() { "..." } else { "" };
+    format!("\"{}{more}\"", cut.escape_debug())
+}
+
+/// Drops `v` on a thread of its own (see the module documentation).
+fn release<T: Send + 'static>(v: T) {
+    std::thread::spawn(move || drop(v));
+}
+
+/// A key or job id: 1 to 128 ASCII letters, digits, `.`, `_` or `-`. (Ids never name files; the limit keeps
 /// them readable in status, metrics labels and logs.)
 fn check_id(what: &str, id: &str) -> Result<(), ServiceError> {
     let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
     if id.is_empty() || id.len() > 128 || !id.bytes().all(allowed) {
         return Err(ServiceError::InvalidArgument(format!(
-            "{what} {:?} is not 1 to 128 ASCII letters, digits, '.', '_' or '-'",
-            id.escape_debug().to_string()
+            "{what} {} is not 1 to 128 ASCII letters, digits, '.', '_' or '-'",
+            shown(id)
         )));
     }
     Ok(())
@@ -199,6 +218,7 @@ impl Daemon {
             registry,
             store,
             keys: Mutex::new(BTreeMap::new()),
+            loading: Mutex::new(std::collections::BTreeSet::new()),
             jobs: Mutex::new(BTreeMap::new()),
             next_job: AtomicU64::new(1),
             accepting: AtomicBool::new(true),
@@ -239,17 +259,45 @@ impl Daemon {
         if !self.accepting.load(Ordering::SeqCst) {
             return Err(ServiceError::Unavailable("the daemon is shutting down".into()));
         }
-        if lock(&self.keys).contains_key(key_id) {
-            return Err(ServiceError::AlreadyExists(format!("key {key_id:?} is already resident")));
+        {
+            let keys = lock(&self.keys);
+            let mut loading = lock(&self.loading);
+            if keys.contains_key(key_id) || loading.contains(key_id) {
+                return Err(ServiceError::AlreadyExists(format!(
+                    "key {key_id:?} is already resident or loading"
+                )));
+            }
+            if keys.len() + loading.len() >= self.config.max_keys {
+                return Err(ServiceError::ResourceExhausted(format!(
+                    "{} keys are resident or loading (max_keys)",
+                    keys.len() + loading.len()
+                )));
+            }
+            loading.insert(key_id.to_owned());
         }
+        let result = self.load_reserved(key_id, kind, params, t);
+        lock(&self.loading).remove(key_id);
+        result
+    }
+
+    /// [`Daemon::load_key`] once the id is reserved.
+    fn load_reserved(
+        &self,
+        key_id: &str,
+        kind: &str,
+        params: &[u8],
+        t: Instant,
+    ) -> Result<Loaded, ServiceError> {
         let k = self
             .registry
             .get(kind)
-            .ok_or_else(|| ServiceError::NotFound(format!("unknown circuit kind {kind:?}")))?;
+            .ok_or_else(|| ServiceError::NotFound(format!("unknown circuit kind {}", shown(kind))))?;
         let spec = k.key(params, self.config.max_log_rows).map_err(ServiceError::InvalidArgument)?;
         let shape_id = spec.shape_id();
-        let in_store =
-            self.store.contains(&shape_id).map_err(|e| ServiceError::InvalidArgument(e.to_string()))?;
+        let in_store = self.store.contains(&shape_id).map_err(|e| match e {
+            cuzk::keystore::Error::InvalidShapeId { .. } => ServiceError::InvalidArgument(e.to_string()),
+            e => ServiceError::Failed(format!("the key directory: {e}")),
+        })?;
         let generated = !in_store;
         if generated {
             if !self.config.generate_missing_keys {
@@ -282,11 +330,7 @@ impl Daemon {
             devices: key.devices(),
             pipeline,
         });
-        let mut keys = lock(&self.keys);
-        if keys.contains_key(key_id) {
-            return Err(ServiceError::AlreadyExists(format!("key {key_id:?} is already resident")));
-        }
-        keys.insert(key_id.to_owned(), resident);
+        lock(&self.keys).insert(key_id.to_owned(), resident);
         Ok(Loaded { shape_id, constraints, generated, seconds: t.elapsed().as_secs_f64(), verifying_key })
     }
 
@@ -310,7 +354,10 @@ impl Daemon {
 
     /// Takes a key out of service: no new proofs; the ones already submitted finish.
     pub fn evict_key(&self, key_id: &str) -> bool {
-        lock(&self.keys).remove(key_id).is_some()
+        let removed = lock(&self.keys).remove(key_id);
+        let evicted = removed.is_some();
+        release(removed);
+        evicted
     }
 
     /// Queues a proof and returns its job id. Call it from within a tokio runtime: a task of that
@@ -334,7 +381,7 @@ impl Daemon {
         let key = lock(&self.keys)
             .get(key_id)
             .cloned()
-            .ok_or_else(|| reject(ServiceError::NotFound(format!("no resident key {key_id:?}"))))?;
+            .ok_or_else(|| reject(ServiceError::NotFound(format!("no resident key {}", shown(key_id)))))?;
         if partitions.is_empty() || partitions.len() > self.config.max_partitions {
             return Err(reject(ServiceError::InvalidArgument(format!(
                 "{} partitions: a proof has 1 to {}",
@@ -356,6 +403,10 @@ impl Daemon {
         let id = format!("job-{n}");
         let sched_id = JobId(n);
         let mut jobs = lock(&self.jobs);
+        // Checked again under the lock, so no job slips in after a shutdown's cancel_all.
+        if !self.accepting.load(Ordering::SeqCst) {
+            return Err(reject(ServiceError::Unavailable("the daemon is shutting down".into())));
+        }
         if jobs.len() >= self.config.max_jobs {
             return Err(reject(ServiceError::ResourceExhausted(format!(
                 "{} proofs are live or waiting to be collected (max_jobs)",
@@ -398,6 +449,8 @@ impl Daemon {
                 .map_err(|e| ServiceError::Failed(format!("serializing a proof: {e}"))),
             Err(JobError::Cancelled) => Err(ServiceError::Cancelled("the proof was cancelled".into())),
             Err(JobError::ShutDown) => Err(ServiceError::Unavailable("the daemon stopped the proof".into())),
+            Err(e @ JobError::DeadlineExceeded { .. }) => Err(ServiceError::DeadlineExceeded(e.to_string())),
+            Err(e @ JobError::Budget { .. }) => Err(ServiceError::ResourceExhausted(e.to_string())),
             Err(e) => Err(ServiceError::Failed(e.to_string())),
         };
         match &outcome {
@@ -419,6 +472,7 @@ impl Daemon {
     /// Waits for job `id` (at most `timeout`), then hands its outcome over once and forgets it. On a
     /// timeout the job goes on and can be waited for again.
     pub async fn await_proof(&self, id: &str, timeout: Option<Duration>) -> Result<Finished, ServiceError> {
+        check_id("job id", id)?;
         let mut rx = lock(&self.jobs).get(id).map(|j| j.outcome.clone()).ok_or_else(|| {
             ServiceError::NotFound(format!("no job {id:?} (unknown, or already collected)"))
         })?;
@@ -428,7 +482,7 @@ impl Daemon {
         };
         match timeout {
             Some(t) => tokio::time::timeout(t, ready).await.map_err(|_| {
-                ServiceError::DeadlineExceeded(format!("job {id} is not done after {} ms", t.as_millis()))
+                ServiceError::WaitTimedOut(format!("job {id} is not done after {} ms", t.as_millis()))
             })?,
             None => ready.await,
         }
@@ -437,6 +491,7 @@ impl Daemon {
             .remove(id)
             .ok_or_else(|| ServiceError::NotFound(format!("job {id:?} was collected by another call")))?;
         let outcome = job.outcome.borrow().clone();
+        release(job);
         outcome.unwrap_or_else(|| Err(ServiceError::Unavailable("the daemon dropped the job".into())))
     }
 
@@ -453,7 +508,8 @@ impl Daemon {
     /// Cancels job `id` and forgets it (its caller is gone).
     pub fn abandon(&self, id: &str) {
         self.cancel(id);
-        lock(&self.jobs).remove(id);
+        let removed = lock(&self.jobs).remove(id);
+        release(removed);
     }
 
     /// Every job and resident key.
@@ -565,6 +621,11 @@ impl Daemon {
     pub fn cancel_all(&self) -> usize {
         let jobs = lock(&self.jobs);
         jobs.values().filter(|j| j.key.pipeline.cancel(j.sched_id)).count()
+    }
+
+    /// Jobs queued, running, or finished and not yet collected.
+    pub fn jobs(&self) -> usize {
+        lock(&self.jobs).len()
     }
 
     /// Jobs queued or running.

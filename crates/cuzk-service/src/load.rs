@@ -76,7 +76,7 @@ pub struct LoadRun {
     pub in_flight: usize,
     /// The daemon's backend.
     pub backend: String,
-    /// Large proofs finished, failed, and proofs (of either size) that did not verify.
+    /// Large proofs that came back and verified.
     pub proofs: usize,
     /// Proofs whose call failed.
     pub failed: usize,
@@ -92,7 +92,7 @@ pub struct LoadRun {
     pub urgent_seconds: [f64; 3],
     /// A large proof's latency, median.
     pub large_median_seconds: f64,
-    /// The large key's budget: capacity and peak reserved, bytes (from GetStatus).
+    /// The large key's host budget, bytes (from GetStatus).
     pub budget_bytes: u64,
     /// Peak bytes reserved from that budget.
     pub budget_peak_bytes: u64,

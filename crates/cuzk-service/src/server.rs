@@ -21,7 +21,7 @@ impl From<ServiceError> for Status {
             ServiceError::NotFound(_) => Status::not_found(m),
             ServiceError::AlreadyExists(_) => Status::already_exists(m),
             ServiceError::ResourceExhausted(_) => Status::resource_exhausted(m),
-            ServiceError::DeadlineExceeded(_) => Status::deadline_exceeded(m),
+            ServiceError::WaitTimedOut(_) | ServiceError::DeadlineExceeded(_) => Status::deadline_exceeded(m),
             ServiceError::Cancelled(_) => Status::cancelled(m),
             ServiceError::Unavailable(_) => Status::unavailable(m),
             ServiceError::Failed(_) => Status::internal(m),
@@ -111,7 +111,7 @@ impl Prover for Service {
         let job_id = self.submit(r)?;
         let mut guard = Abandon { daemon: &self.daemon, id: Some(job_id.clone()) };
         let result = self.daemon.await_proof(&job_id, millis(r.timeout_ms)).await;
-        if !matches!(result, Err(ServiceError::DeadlineExceeded(_))) {
+        if !matches!(result, Err(ServiceError::WaitTimedOut(_))) {
             // Collected (or failed): nothing left to cancel.
             guard.id = None;
         }
@@ -241,13 +241,13 @@ pub async fn serve(
     let svc = ProverServer::new(Service::new(Arc::clone(&daemon)))
         .max_decoding_message_size(max)
         .max_encoding_message_size(usize::MAX);
-    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
     let drain_daemon = Arc::clone(&daemon);
-    // After the signal: refuse new work, then drain by policy while the server lets calls end.
+    // After the signal: refuse new work and drain by policy while the server still answers (so
+    // finished proofs can be collected); then the server lets the calls in flight end.
     let on_signal = async move {
         shutdown.await;
         drain_daemon.stop_accepting();
-        tokio::spawn(drain(drain_daemon, stopped_tx));
+        drain(&drain_daemon).await;
     };
     let router = tonic::transport::Server::builder().add_service(svc);
     match listen {
@@ -272,7 +272,6 @@ pub async fn serve(
             served.map_err(|e| e.to_string())?;
         }
     }
-    let _ = stopped_rx.await;
     Ok(())
 }
 
@@ -312,17 +311,17 @@ pub async fn spawn(daemon: Arc<Daemon>, listen: Listen) -> Result<Background, St
     }
 }
 
-/// Finishes or cancels the live proofs by policy, then reports through `done`.
-async fn drain(daemon: Arc<Daemon>, done: tokio::sync::oneshot::Sender<()>) {
+/// Finishes or cancels the proofs by policy. "finish" waits, for at most the grace time, until every
+/// proof is done and collected; then (or at once with "cancel") what is still live is cancelled.
+async fn drain(daemon: &Daemon) {
     let c = daemon.config();
     if c.shutdown == ShutdownPolicy::Finish {
         let until = tokio::time::Instant::now() + Duration::from_secs(c.shutdown_grace_secs);
-        while daemon.live_jobs() > 0 && tokio::time::Instant::now() < until {
+        while daemon.jobs() > 0 && tokio::time::Instant::now() < until {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
     daemon.cancel_all();
-    let _ = done.send(());
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -160,6 +160,7 @@ async fn bad_requests_get_clear_codes_and_the_daemon_keeps_serving() {
     let r = start("bad", |c| {
         c.max_request_bytes = 64 << 10;
         c.max_partitions = 4;
+        c.max_keys = 2;
     })
     .await;
     let mut c = client(&r).await;
@@ -210,6 +211,16 @@ async fn bad_requests_get_clear_codes_and_the_daemon_keeps_serving() {
         assert_eq!(status.code(), code, "{status:?}");
         assert!(status.message().contains(words), "{words:?} not in {:?}", status.message());
     }
+    // A long id is refused by name, cut short in the message.
+    let long =
+        c.await_proof(pb::AwaitRequest { job_id: "j".repeat(20_000), timeout_ms: 0 }).await.unwrap_err();
+    assert_eq!(long.code(), Code::InvalidArgument, "{long:?}");
+    assert!(long.message().len() < 300, "{}", long.message().len());
+    // At most max_keys keys.
+    c.load_key(load("k2", "synthetic", br#"{"log_rows": 6}"#)).await.expect("a second key");
+    let full = c.load_key(load("k3", "synthetic", br#"{"log_rows": 6}"#)).await.unwrap_err();
+    assert_eq!(full.code(), Code::ResourceExhausted, "{full:?}");
+    assert!(full.message().contains("max_keys"), "{full:?}");
     // Over the size limit: refused by the transport before the daemon sees it.
     let mut big = submit("k", &[1]);
     big.partitions[0] = vec![b' '; 100 << 10];
@@ -301,12 +312,24 @@ async fn shutdown_finishes_or_cancels_live_proofs_by_policy() {
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+        // A proof submitted without waiting: under "finish" it can still be collected while the
+        // daemon drains.
+        let job = c.submit_proof(submit("k", &[40])).await.unwrap().into_inner().job_id;
         let addr = r.served.addr.clone();
         let stopped = tokio::spawn(r.served.stop());
         let result = call.await.unwrap();
         match policy {
             ShutdownPolicy::Finish => {
-                check_proofs(&vk, 12, &seeds, &result.expect("finished").into_inner().proofs)
+                check_proofs(&vk, 12, &seeds, &result.expect("finished").into_inner().proofs);
+                let refused = c.submit_proof(submit("k", &[41])).await.unwrap_err();
+                assert_eq!(refused.code(), Code::Unavailable, "no new proofs while draining: {refused:?}");
+                let collected = c.await_proof(pb::AwaitRequest { job_id: job, timeout_ms: 0 }).await;
+                check_proofs(
+                    &vk,
+                    12,
+                    &[40],
+                    &collected.expect("collected while draining").into_inner().proofs,
+                );
             }
             ShutdownPolicy::Cancel => assert_eq!(result.unwrap_err().code(), Code::Cancelled),
         }
@@ -364,6 +387,8 @@ impl ark_relations::gr1cs::ConstraintSynthesizer<Fr> for Square {
         cs: ark_relations::gr1cs::ConstraintSystemRef<Fr>,
     ) -> Result<(), ark_relations::gr1cs::SynthesisError> {
         use ark_relations::gr1cs::LinearCombination;
+        // A circuit with a bug: the daemon must survive it.
+        assert_ne!(self.0, 13, "unlucky input");
         let x = cs.new_witness_variable(|| Ok(Fr::from(self.0)))?;
         let y = cs.new_input_variable(|| Ok(Fr::from(self.0) * Fr::from(self.0)))?;
         cs.enforce_r1cs_constraint(
@@ -441,6 +466,18 @@ async fn a_kind_registered_by_the_library_user_is_proved() {
         let proof = Proof::<Bls12_381>::deserialize_compressed(&bytes[..]).unwrap();
         assert!(Groth16::<Bls12_381>::verify_proof(&pvk, &proof, &[Fr::from(x * x)]).unwrap());
     }
+    // A circuit that panics fails its proof with the panic's message; the daemon goes on.
+    let req = pb::SubmitRequest {
+        key_id: "sq".into(),
+        partitions: vec![2u64.to_le_bytes().to_vec(), 13u64.to_le_bytes().to_vec()],
+        ..pb::SubmitRequest::default()
+    };
+    let status = c.prove(req).await.unwrap_err();
+    assert_eq!(status.code(), Code::Internal, "{status:?}");
+    assert!(
+        status.message().contains("partition 1") && status.message().contains("unlucky input"),
+        "{status:?}"
+    );
     let bad = pb::SubmitRequest {
         key_id: "sq".into(),
         partitions: vec![vec![1, 2, 3]],
