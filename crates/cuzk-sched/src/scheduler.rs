@@ -40,6 +40,9 @@ pub enum Priority {
 pub struct Config {
     /// CPU workers that synthesize partitions.
     pub partition_workers: usize,
+    /// More synthesis workers that take only high and urgent partitions, so those start at once even
+    /// while every other worker is busy with bulk work.
+    pub priority_workers: usize,
     /// GPUs (or simulated devices).
     pub devices: usize,
     /// GPU workers per device.
@@ -57,6 +60,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             partition_workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            priority_workers: 1,
             devices: 1,
             gpu_workers_per_device: 2,
             slots_per_device: 2,
@@ -335,13 +339,17 @@ impl<S: Stages> Inner<S> {
         }
     }
 
-    /// Pops the next live work item from `heap`, failing jobs whose deadline has passed.
+    /// Pops the next live work item of at least priority `min` from `heap`, failing jobs whose
+    /// deadline has passed.
     fn pop_live<T>(
         jobs: &mut HashMap<JobId, JobEntry<S::Output>>,
         heap: &mut BinaryHeap<Work<T>>,
+        min: Priority,
     ) -> Option<Work<T>> {
         let now = Instant::now();
-        while let Some(w) = heap.pop() {
+        // The heap's top is its highest priority: below `min`, nothing here is for this worker.
+        while heap.peek().is_some_and(|w| w.priority >= min) {
+            let w = heap.pop()?;
             let Some(job) = jobs.get(&w.job) else { continue };
             if job.deadline.is_some_and(|d| now > d) {
                 if let Some(job) = jobs.remove(&w.job) {
@@ -354,10 +362,12 @@ impl<S: Stages> Inner<S> {
         None
     }
 
-    /// Waits on `ready` for the next live item of the queue `pick` selects; `None` on shutdown.
+    /// Waits on `ready` for the next live item of at least priority `min` of the queue `pick` selects;
+    /// `None` on shutdown.
     fn next_work<T>(
         &self,
         ready: &Condvar,
+        min: Priority,
         pick: impl Fn(&mut Queues<S>) -> (&mut HashMap<JobId, JobEntry<S::Output>>, &mut BinaryHeap<Work<T>>),
     ) -> Option<Work<T>> {
         let mut q = self.queues();
@@ -366,17 +376,17 @@ impl<S: Stages> Inner<S> {
                 return None;
             }
             let (jobs, heap) = pick(&mut q);
-            if let Some(w) = Self::pop_live(jobs, heap) {
+            if let Some(w) = Self::pop_live(jobs, heap, min) {
                 return Some(w);
             }
             q = ready.wait(q).unwrap_or_else(|p| p.into_inner());
         }
     }
 
-    fn synth_worker(self: &Arc<Self>, id: usize) {
-        let lane = format!("synth-{id}");
+    /// A synthesis worker; one with `min` above `Low` takes only partitions of that priority or higher.
+    fn synth_worker(self: &Arc<Self>, lane: String, min: Priority) {
         loop {
-            let Some(work) = self.next_work(&self.synth_ready, |q| (&mut q.jobs, &mut q.synth)) else {
+            let Some(work) = self.next_work(&self.synth_ready, min, |q| (&mut q.jobs, &mut q.synth)) else {
                 return;
             };
             let part = PartitionRef { job: work.job, index: work.index };
@@ -459,7 +469,10 @@ impl<S: Stages> Inner<S> {
         let kernel_lane = format!("gpu{device}-kernels");
         let Some(dev) = self.devices.get(device) else { return };
         loop {
-            let Some(work) = self.next_work(&self.gpu_ready, |q| (&mut q.jobs, &mut q.gpu)) else { return };
+            let Some(work) = self.next_work(&self.gpu_ready, Priority::Low, |q| (&mut q.jobs, &mut q.gpu))
+            else {
+                return;
+            };
             let (job, index) = (work.job, work.index);
             let part = PartitionRef { job, index };
             self.timeline.span(job.0, index, "gpu_queue", "queue", work.since);
@@ -607,8 +620,15 @@ impl<S: Stages> std::future::Future for JobHandle<S> {
 }
 
 impl<S: Stages> Scheduler<S> {
-    /// Starts the workers.
+    /// Starts the workers, with a budget of `config.host_budget_bytes`.
     pub fn new(stages: S, config: Config) -> Self {
+        let budget = Budget::new(config.host_budget_bytes);
+        Self::with_budget(stages, config, budget)
+    }
+
+    /// Starts the workers, reserving partitions' host memory from `budget` (which other schedulers, or
+    /// the caller, may share); `config.host_budget_bytes` is not used.
+    pub fn with_budget(stages: S, config: Config, budget: Budget) -> Self {
         let devices = (0..config.devices.max(1))
             .map(|_| Device {
                 slots: Mutex::new(vec![true; config.slots_per_device.max(1)]),
@@ -620,7 +640,7 @@ impl<S: Stages> Scheduler<S> {
             .collect();
         let inner = Arc::new(Inner {
             stages,
-            budget: Budget::new(config.host_budget_bytes),
+            budget,
             timeline: Arc::new(Timeline::new()),
             queues: Mutex::new(Queues {
                 synth: BinaryHeap::new(),
@@ -637,7 +657,12 @@ impl<S: Stages> Scheduler<S> {
         let mut threads = Vec::new();
         for i in 0..inner.config.partition_workers.max(1) {
             let inner = inner.clone();
-            threads.push(std::thread::spawn(move || inner.synth_worker(i)));
+            threads.push(std::thread::spawn(move || inner.synth_worker(format!("synth-{i}"), Priority::Low)));
+        }
+        for i in 0..inner.config.priority_workers {
+            let inner = inner.clone();
+            threads
+                .push(std::thread::spawn(move || inner.synth_worker(format!("synth-p{i}"), Priority::High)));
         }
         for d in 0..inner.config.devices.max(1) {
             for w in 0..inner.config.gpu_workers_per_device.max(1) {

@@ -37,7 +37,8 @@ fn lanes(spans: &[Span]) -> Vec<String> {
         let digits =
             |s: &str| s.chars().filter(char::is_ascii_digit).collect::<String>().parse::<u64>().unwrap_or(0);
         match l.strip_prefix("synth-") {
-            Some(n) => (0, digits(n), 0, l.clone()),
+            // Priority workers ("synth-pN") after the others.
+            Some(n) => (0, u64::from(n.starts_with('p')), digits(n), l.clone()),
             None => {
                 let (device, rest) = l.split_once('-').unwrap_or((l, ""));
                 let kernels = u64::from(rest == "kernels");

@@ -33,15 +33,51 @@ pub struct ServeArgs {
     /// CPU workers synthesizing partitions per key.
     #[arg(long)]
     pub partition_workers: Option<usize>,
+    /// Synthesis workers per key for high and urgent proofs only.
+    #[arg(long)]
+    pub priority_workers: Option<usize>,
     /// GPU workers per device.
     #[arg(long)]
     pub gpu_workers: Option<usize>,
-    /// Refuse LoadKey for keys the key directory lacks instead of generating them.
+    /// Host memory budget of all keys, GiB (0: three quarters of the available memory).
     #[arg(long)]
-    pub no_generate_keys: bool,
+    pub host_budget_gib: Option<f64>,
+    /// Generate (and save) keys the key directory lacks on LoadKey instead of refusing.
+    #[arg(long)]
+    pub generate_missing_keys: bool,
+    /// Most proofs live or uncollected at once.
+    #[arg(long)]
+    pub max_jobs: Option<usize>,
+    /// Most keys resident at once.
+    #[arg(long)]
+    pub max_keys: Option<usize>,
+    /// Most partitions in one proof.
+    #[arg(long)]
+    pub max_partitions: Option<usize>,
+    /// Largest request, bytes.
+    #[arg(long)]
+    pub max_request_bytes: Option<usize>,
+    /// Seconds a finished proof waits to be collected (0: until collected).
+    #[arg(long)]
+    pub result_ttl_secs: Option<u64>,
+    /// Return proofs without checking them against their key first.
+    #[arg(long)]
+    pub no_verify: bool,
     /// On SIGINT or SIGTERM: `finish` live proofs or `cancel` them.
     #[arg(long)]
     pub shutdown: Option<String>,
+    /// How long `--shutdown finish` waits before cancelling, seconds.
+    #[arg(long)]
+    pub shutdown_grace_secs: Option<u64>,
+}
+
+/// `target = value` for each flag given.
+macro_rules! apply {
+    ($c:ident, $a:ident: $($flag:ident => $field:ident),* $(,)?) => {
+        $(if let Some(v) = &$a.$flag {
+            $c.$field = v.clone();
+        })*
+    };
 }
 
 impl ServeArgs {
@@ -51,29 +87,29 @@ impl ServeArgs {
             Some(path) => ServiceConfig::load(path)?,
             None => ServiceConfig::default(),
         };
-        if let Some(v) = &self.listen {
-            c.listen = v.clone();
+        let a = self;
+        apply!(c, a:
+            listen => listen,
+            metrics_listen => metrics_listen,
+            key_dir => key_dir,
+            backend => backend,
+            devices => devices,
+            partition_workers => partition_workers,
+            priority_workers => priority_workers,
+            gpu_workers => gpu_workers_per_device,
+            host_budget_gib => host_budget_gib,
+            max_jobs => max_jobs,
+            max_keys => max_keys,
+            max_partitions => max_partitions,
+            max_request_bytes => max_request_bytes,
+            result_ttl_secs => result_ttl_secs,
+            shutdown_grace_secs => shutdown_grace_secs,
+        );
+        if self.generate_missing_keys {
+            c.generate_missing_keys = true;
         }
-        if let Some(v) = &self.metrics_listen {
-            c.metrics_listen = v.clone();
-        }
-        if let Some(v) = &self.key_dir {
-            c.key_dir = v.clone();
-        }
-        if let Some(v) = &self.backend {
-            c.backend = v.clone();
-        }
-        if let Some(v) = &self.devices {
-            c.devices = v.clone();
-        }
-        if let Some(v) = self.partition_workers {
-            c.partition_workers = v;
-        }
-        if let Some(v) = self.gpu_workers {
-            c.gpu_workers_per_device = v;
-        }
-        if self.no_generate_keys {
-            c.generate_missing_keys = false;
+        if self.no_verify {
+            c.verify_proofs = false;
         }
         if let Some(v) = &self.shutdown {
             c.shutdown = match v.as_str() {

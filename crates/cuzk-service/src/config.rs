@@ -34,10 +34,12 @@ pub struct ServiceConfig {
     pub devices: Vec<usize>,
     /// CPU workers synthesizing partitions per key; 0 for the number of cores.
     pub partition_workers: usize,
+    /// More synthesis workers per key that take only high and urgent partitions.
+    pub priority_workers: usize,
     /// GPU workers per device.
     pub gpu_workers_per_device: usize,
-    /// Host memory budget per key in GiB; 0 for three quarters of the available memory.
-    pub host_budget_gib: u64,
+    /// Host memory budget of all keys together, in GiB; 0 for three quarters of the available memory.
+    pub host_budget_gib: f64,
     /// Largest request accepted, in bytes.
     pub max_request_bytes: usize,
     /// Most partitions in one proof.
@@ -46,6 +48,8 @@ pub struct ServiceConfig {
     pub max_log_rows: u32,
     /// Most proofs queued or running (or finished and not yet collected) at once.
     pub max_jobs: usize,
+    /// Seconds a finished proof waits to be collected before it is forgotten; 0 for ever.
+    pub result_ttl_secs: u64,
     /// Most keys resident (or loading) at once.
     pub max_keys: usize,
     /// What to do with live proofs on SIGINT or SIGTERM.
@@ -62,16 +66,18 @@ impl Default for ServiceConfig {
             listen: "127.0.0.1:9820".into(),
             metrics_listen: "127.0.0.1:9821".into(),
             key_dir: PathBuf::from("cuzk-keys"),
-            generate_missing_keys: true,
+            generate_missing_keys: false,
             backend: "auto".into(),
             devices: Vec::new(),
             partition_workers: 0,
+            priority_workers: 1,
             gpu_workers_per_device: 2,
-            host_budget_gib: 0,
+            host_budget_gib: 0.0,
             max_request_bytes: 16 << 20,
             max_partitions: 64,
             max_log_rows: 27,
             max_jobs: 1024,
+            result_ttl_secs: 3600,
             max_keys: 8,
             shutdown: ShutdownPolicy::Finish,
             shutdown_grace_secs: 600,
@@ -90,17 +96,24 @@ metrics_listen = "127.0.0.1:9821"
 # The key directory (proving keys and recorded shapes, by shape id). The daemon reads and writes no
 # other files.
 key_dir = "cuzk-keys"
-# LoadKey of a key the directory lacks: generate it (and save it there) instead of refusing.
-generate_missing_keys = true
+# LoadKey of a key the directory lacks: generate it (and save it there) instead of refusing. Off by
+# default: a generated key is not from a trusted setup, and each one takes disk space.
+generate_missing_keys = false
 # "auto" (CUDA when a usable GPU and the kernels are present, else the CPU), "cpu" or "cuda".
 backend = "auto"
 # CUDA device ordinals to prove on; [] for every device.
 devices = []
 # CPU workers synthesizing partitions, per resident key; 0 for the number of cores.
 partition_workers = 0
+# More synthesis workers, per resident key, that take only high and urgent proofs: those start at
+# once even while every other worker is busy with bulk proofs.
+priority_workers = 1
 # GPU workers per device (two overlap one partition's upload with another's kernels).
 gpu_workers_per_device = 2
-# Host memory budget per resident key, in GiB; 0 for three quarters of the available memory.
+# Host memory budget of all resident keys together, in GiB (fractions allowed); 0 for three quarters
+# of the available memory. Each key holds its host-resident part while resident, each partition its working set until
+# it is on the device; a key that does not fit beside the others (with room for a partition) is
+# refused.
 host_budget_gib = 0
 # The largest request accepted, in bytes.
 max_request_bytes = 16777216
@@ -110,7 +123,9 @@ max_partitions = 64
 max_log_rows = 27
 # The most proofs queued, running or finished but not yet collected, at once.
 max_jobs = 1024
-# The most keys resident or loading at once. Each has its own pipeline and host budget.
+# Seconds a finished proof is kept for AwaitProof before it is forgotten; 0 keeps it until collected.
+result_ttl_secs = 3600
+# The most keys resident or loading at once. Each has its own pipeline; all share the host budget.
 max_keys = 8
 # On SIGINT or SIGTERM the daemon stops accepting proofs, then either lets the live ones finish and
 # be collected ("finish", for at most shutdown_grace_secs; then it cancels the rest) or cancels them
@@ -137,6 +152,9 @@ impl ServiceConfig {
     /// The engine configuration these settings ask for.
     pub fn engine(&self) -> Result<cuzk::Config, String> {
         let backend: cuzk::BackendKind = self.backend.parse().map_err(|e| format!("backend: {e}"))?;
+        if !(self.host_budget_gib.is_finite() && self.host_budget_gib >= 0.0) {
+            return Err(format!("host_budget_gib = {}: expected 0 or more GiB", self.host_budget_gib));
+        }
         Ok(cuzk::Config {
             backend,
             verify_proofs: self.verify_proofs,
@@ -151,9 +169,11 @@ impl ServiceConfig {
         if self.partition_workers > 0 {
             c.partition_workers = self.partition_workers;
         }
+        c.priority_workers = self.priority_workers;
         c.gpu_workers_per_device = self.gpu_workers_per_device.max(1);
-        if self.host_budget_gib > 0 {
-            c.host_budget_bytes = self.host_budget_gib.saturating_mul(1 << 30);
+        if self.host_budget_gib > 0.0 {
+            // Saturating: a float too large for u64 becomes u64::MAX.
+            c.host_budget_bytes = (self.host_budget_gib * (1u64 << 30) as f64) as u64;
         }
         c
     }
@@ -179,5 +199,8 @@ mod tests {
         assert!(e.contains("lisen"), "{e}");
         assert!(ServiceConfig::from_toml("max_partitions = -1").is_err());
         assert!(ServiceConfig { backend: "tpu".into(), ..ServiceConfig::default() }.engine().is_err());
+        assert!(ServiceConfig { host_budget_gib: -1.0, ..ServiceConfig::default() }.engine().is_err());
+        let half = ServiceConfig::from_toml("host_budget_gib = 0.5").unwrap();
+        assert_eq!(half.scheduler().host_budget_bytes, 1 << 29);
     }
 }

@@ -1,10 +1,12 @@
 //! The daemon's state, apart from the wire: resident keys, jobs, metrics, shutdown.
 //!
-//! Each resident key has its own long-lived pipeline (`cuzk::Pipeline`). A submitted proof becomes a
+//! Each resident key has its own long-lived pipeline (`cuzk::Pipeline`); all of them reserve host
+//! memory from one budget, so together they never hold more than it. A submitted proof becomes a
 //! job whose outcome a background task collects as soon as it is ready, so metrics count it whether or
 //! not anyone waits, and a client that gives up waiting loses nothing: the outcome (proofs, or why
-//! there are none, such as a cancellation) stays until it is collected once (`AwaitProof`) or the
-//! daemon stops. Values that may hold the last reference to a key's pipeline are dropped on a thread
+//! there are none, such as a cancellation) stays until it is collected once (`AwaitProof`), its time
+//! to live runs out (`result_ttl_secs`), or the daemon stops. Job ids carry 64 random bits, so one
+//! client cannot guess another's. Values that may hold the last reference to a key's pipeline are dropped on a thread
 //! of their own: dropping a pipeline joins its workers, which must not stall a lock or an async thread.
 
 use std::collections::BTreeMap;
@@ -15,7 +17,7 @@ use std::time::{Duration, Instant};
 use ark_bls12_381::{Bls12_381, Fr};
 use ark_serialize::CanonicalSerialize;
 use cuzk::sched::{JobError, JobId, JobStatus, Priority};
-use rand::SeedableRng;
+use rand::{RngCore, SeedableRng};
 use tokio::sync::watch;
 
 use crate::config::ServiceConfig;
@@ -103,7 +105,25 @@ struct Job {
     sched_id: JobId,
     priority: Priority,
     partitions: usize,
-    outcome: watch::Receiver<Option<Outcome>>,
+    /// The outcome and when it came.
+    outcome: watch::Receiver<Option<(Outcome, Instant)>>,
+}
+
+impl Job {
+    /// How it ended, once it has.
+    fn ended(&self) -> Option<&'static str> {
+        self.outcome.borrow().as_ref().map(|(o, _)| match o {
+            Ok(_) => "succeeded",
+            Err(ServiceError::Cancelled(_)) => "cancelled",
+            Err(_) => "failed",
+        })
+    }
+
+    /// Finished, and not collected for longer than `ttl`.
+    fn expired(&self, ttl: Option<Duration>, now: Instant) -> bool {
+        let ended = self.outcome.borrow().as_ref().map(|(_, at)| *at);
+        matches!((ttl, ended), (Some(ttl), Some(at)) if now.duration_since(at) > ttl)
+    }
 }
 
 /// Counters for `GetMetrics`.
@@ -114,6 +134,8 @@ struct Counters {
     failed: AtomicU64,
     cancelled: AtomicU64,
     rejected: AtomicU64,
+    expired: AtomicU64,
+    key_loads_failed: AtomicU64,
     partitions: AtomicU64,
     /// Microseconds from submission to completion, summed over succeeded proofs.
     proof_micros: AtomicU64,
@@ -132,6 +154,8 @@ pub struct JobView {
     pub partitions: usize,
     /// Per-partition states while it runs; `None` once finished (waiting to be collected).
     pub status: Option<JobStatus>,
+    /// Once finished: "succeeded", "failed" or "cancelled".
+    pub outcome: Option<&'static str>,
 }
 
 /// A resident key, for `GetStatus`.
@@ -151,8 +175,8 @@ pub struct KeyView {
     pub devices: usize,
     /// Jobs queued or running on it.
     pub live_jobs: usize,
-    /// Its pipeline's host budget: capacity, in use, peak.
-    pub budget: (u64, u64, u64),
+    /// Host bytes the key holds in the budget.
+    pub host_bytes: u64,
 }
 
 /// The daemon.
@@ -161,6 +185,8 @@ pub struct Daemon {
     config: ServiceConfig,
     registry: Registry,
     store: cuzk::keystore::KeyStore,
+    /// The host memory budget every key's pipeline reserves from.
+    budget: cuzk::sched::Budget,
     keys: Mutex<BTreeMap<String, Arc<Resident>>>,
     /// Key ids being loaded, so two loads of one id do not both do the work.
     loading: Mutex<std::collections::BTreeSet<String>>,
@@ -212,11 +238,13 @@ impl Daemon {
         let engine = cuzk::Engine::new(config.engine()?).map_err(|e| e.to_string())?;
         let store = cuzk::keystore::KeyStore::open(&config.key_dir)
             .map_err(|e| format!("key directory {}: {e}", config.key_dir.display()))?;
+        let budget = cuzk::sched::Budget::new(config.scheduler().host_budget_bytes);
         Ok(Self {
             engine,
             config,
             registry,
             store,
+            budget,
             keys: Mutex::new(BTreeMap::new()),
             loading: Mutex::new(std::collections::BTreeSet::new()),
             jobs: Mutex::new(BTreeMap::new()),
@@ -252,8 +280,43 @@ impl Daemon {
         self.started.elapsed()
     }
 
+    /// The host memory budget shared by every key: capacity, in use, peak (bytes).
+    pub fn budget(&self) -> (u64, u64, u64) {
+        (self.budget.capacity(), self.budget.used(), self.budget.peak())
+    }
+
+    /// Counts a request refused before it reached the daemon (a bad priority, say).
+    pub fn count_rejected(&self) {
+        self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn ttl(&self) -> Option<Duration> {
+        (self.config.result_ttl_secs > 0).then(|| Duration::from_secs(self.config.result_ttl_secs))
+    }
+
+    /// Forgets outcomes nobody collected within their time to live.
+    fn expire(&self, jobs: &mut BTreeMap<String, Job>) {
+        let (ttl, now) = (self.ttl(), Instant::now());
+        let gone: Vec<String> =
+            jobs.iter().filter(|(_, j)| j.expired(ttl, now)).map(|(id, _)| id.clone()).collect();
+        if gone.is_empty() {
+            return;
+        }
+        self.counters.expired.fetch_add(gone.len() as u64, Ordering::Relaxed);
+        let dropped: Vec<Job> = gone.iter().filter_map(|id| jobs.remove(id)).collect();
+        release(dropped);
+    }
+
     /// Makes a key resident under `key_id` (blocking: it may read or generate a large key).
     pub fn load_key(&self, key_id: &str, kind: &str, params: &[u8]) -> Result<Loaded, ServiceError> {
+        let result = self.load_key_counted(key_id, kind, params);
+        if result.is_err() {
+            self.counters.key_loads_failed.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    fn load_key_counted(&self, key_id: &str, kind: &str, params: &[u8]) -> Result<Loaded, ServiceError> {
         let t = Instant::now();
         check_id("key id", key_id)?;
         if !self.accepting.load(Ordering::SeqCst) {
@@ -318,8 +381,37 @@ impl Daemon {
             .map_err(|e| ServiceError::Failed(format!("serializing the verifying key: {e}")))?;
         let pipeline = self
             .engine
-            .pipeline::<BoxedCircuit>(&key, self.config.scheduler())
-            .map_err(|e| ServiceError::Failed(format!("starting the pipeline for {shape_id}: {e}")))?;
+            .pipeline_sharing::<BoxedCircuit>(&key, self.config.scheduler(), &self.budget)
+            .map_err(|e| match e {
+                cuzk::Error::HostBudget { .. } => ServiceError::ResourceExhausted(format!(
+                    "key {key_id:?}: {e}; partitions in flight hold part of the budget for a while, \
+                     resident keys until they are evicted"
+                )),
+                e => ServiceError::Failed(format!("starting the pipeline for {shape_id}: {e}")),
+            })?;
+        // Every key's partitions must still fit beside all the keys, or they would wait for ever.
+        {
+            let keys = lock(&self.keys);
+            let held: u64 =
+                keys.values().map(|k| k.pipeline.key_host_bytes()).sum::<u64>() + pipeline.key_host_bytes();
+            let widest = keys
+                .values()
+                .map(|k| k.pipeline.partition_host_bytes())
+                .chain([pipeline.partition_host_bytes()])
+                .max()
+                .unwrap_or(0);
+            let room = self.budget.capacity().saturating_sub(held);
+            if room < widest {
+                drop(keys);
+                release(pipeline);
+                return Err(ServiceError::ResourceExhausted(format!(
+                    "key {key_id:?}: beside the resident keys ({held} host bytes with it) the budget of {} \
+                     bytes leaves {room}, too few for a {widest}-byte partition: evict a key or raise \
+                     host_budget_gib",
+                    self.budget.capacity()
+                )));
+            }
+        }
         let resident = Arc::new(Resident {
             id: key_id.to_owned(),
             kind: kind.to_owned(),
@@ -391,6 +483,10 @@ impl Daemon {
         }
         let mut circuits = Vec::with_capacity(partitions.len());
         let mut rng = rand::rngs::StdRng::from_entropy();
+        // The sequence number orders jobs in the scheduler; the random part keeps ids unguessable.
+        let n = self.next_job.fetch_add(1, Ordering::Relaxed);
+        let id = format!("job-{n}-{:016x}", rng.next_u64());
+        let sched_id = JobId(n);
         for (i, input) in partitions.iter().enumerate() {
             let c = key
                 .spec
@@ -399,10 +495,8 @@ impl Daemon {
             use ark_ff::UniformRand;
             circuits.push((c, Fr::rand(&mut rng), Fr::rand(&mut rng)));
         }
-        let n = self.next_job.fetch_add(1, Ordering::Relaxed);
-        let id = format!("job-{n}");
-        let sched_id = JobId(n);
         let mut jobs = lock(&self.jobs);
+        self.expire(&mut jobs);
         // Checked again under the lock, so no job slips in after a shutdown's cancel_all.
         if !self.accepting.load(Ordering::SeqCst) {
             return Err(reject(ServiceError::Unavailable("the daemon is shutting down".into())));
@@ -425,7 +519,7 @@ impl Daemon {
         let daemon = Arc::clone(self);
         runtime.spawn(async move {
             let outcome = daemon.collect(handle.await, submitted);
-            let _ = tx.send(Some(outcome));
+            let _ = tx.send(Some((outcome, Instant::now())));
         });
         Ok(id)
     }
@@ -477,7 +571,7 @@ impl Daemon {
             ServiceError::NotFound(format!("no job {id:?} (unknown, or already collected)"))
         })?;
         let ready = async {
-            // The sender lives until it has sent: an error means the daemon dropped the job.
+            // The sender lives until it has sent: an error means the daemon dropped the job (or it expired).
             let _ = rx.wait_for(Option::is_some).await;
         };
         match timeout {
@@ -487,10 +581,10 @@ impl Daemon {
             None => ready.await,
         }
         // Delivered once: whoever removes the job gets its outcome.
-        let job = lock(&self.jobs)
-            .remove(id)
-            .ok_or_else(|| ServiceError::NotFound(format!("job {id:?} was collected by another call")))?;
-        let outcome = job.outcome.borrow().clone();
+        let job = lock(&self.jobs).remove(id).ok_or_else(|| {
+            ServiceError::NotFound(format!("job {id:?} was collected by another call, or expired"))
+        })?;
+        let outcome = job.outcome.borrow().as_ref().map(|(o, _)| o.clone());
         release(job);
         outcome.unwrap_or_else(|| Err(ServiceError::Unavailable("the daemon dropped the job".into())))
     }
@@ -516,28 +610,31 @@ impl Daemon {
     pub fn status(&self) -> (Vec<KeyView>, Vec<JobView>) {
         let keys = lock(&self.keys)
             .values()
-            .map(|k| {
-                let b = k.pipeline.budget();
-                KeyView {
-                    id: k.id.clone(),
-                    kind: k.kind.clone(),
-                    shape_id: k.shape_id.clone(),
-                    constraints: k.constraints,
-                    domain_size: k.domain_size,
-                    devices: k.devices,
-                    live_jobs: k.pipeline.live_jobs(),
-                    budget: (b.capacity(), b.used(), b.peak()),
-                }
+            .map(|k| KeyView {
+                id: k.id.clone(),
+                kind: k.kind.clone(),
+                shape_id: k.shape_id.clone(),
+                constraints: k.constraints,
+                domain_size: k.domain_size,
+                devices: k.devices,
+                live_jobs: k.pipeline.live_jobs(),
+                host_bytes: k.pipeline.key_host_bytes(),
             })
             .collect();
-        let jobs = lock(&self.jobs)
+        let mut jobs = lock(&self.jobs);
+        self.expire(&mut jobs);
+        let jobs = jobs
             .iter()
-            .map(|(id, j)| JobView {
-                id: id.clone(),
-                key_id: j.key.id.clone(),
-                priority: j.priority,
-                partitions: j.partitions,
-                status: j.key.pipeline.status(j.sched_id),
+            .map(|(id, j)| {
+                let outcome = j.ended();
+                JobView {
+                    id: id.clone(),
+                    key_id: j.key.id.clone(),
+                    priority: j.priority,
+                    partitions: j.partitions,
+                    status: if outcome.is_some() { None } else { j.key.pipeline.status(j.sched_id) },
+                    outcome,
+                }
             })
             .collect();
         (keys, jobs)
@@ -550,6 +647,7 @@ impl Daemon {
         let (keys, jobs) = self.status();
         let live = jobs.iter().filter(|j| j.status.is_some()).count();
         let mut out = String::new();
+        // A sample's string follows the name: a suffix (`_sum`) and/or labels.
         let mut metric = |name: &str, kind: &str, help: &str, samples: Vec<(String, f64)>| {
             out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
             for (labels, v) in samples {
@@ -574,16 +672,31 @@ impl Daemon {
             one(load(&c.rejected) as f64),
         );
         metric(
+            "cuzk_results_expired_total",
+            "counter",
+            "Finished proofs forgotten uncollected after result_ttl_secs.",
+            one(load(&c.expired) as f64),
+        );
+        metric(
+            "cuzk_key_loads_failed_total",
+            "counter",
+            "LoadKey calls refused or failed.",
+            one(load(&c.key_loads_failed) as f64),
+        );
+        metric(
             "cuzk_partitions_proved_total",
             "counter",
             "Partitions of finished proofs.",
             one(load(&c.partitions) as f64),
         );
         metric(
-            "cuzk_proof_seconds_sum",
-            "counter",
-            "Seconds from submission to the last partition, summed over finished proofs.",
-            one(load(&c.proof_micros) as f64 / 1e6),
+            "cuzk_proof_seconds",
+            "summary",
+            "Seconds from submission to the last partition, of proofs that succeeded.",
+            vec![
+                ("_sum".into(), load(&c.proof_micros) as f64 / 1e6),
+                ("_count".into(), load(&c.succeeded) as f64),
+            ],
         );
         metric("cuzk_jobs_live", "gauge", "Proofs queued or running.", one(live as f64));
         metric(
@@ -593,22 +706,25 @@ impl Daemon {
             one((jobs.len() - live) as f64),
         );
         metric("cuzk_keys_resident", "gauge", "Resident keys.", one(keys.len() as f64));
-        let per_key = |f: &dyn Fn(&KeyView) -> u64| {
-            keys.iter().map(|k| (format!("{{key=\"{}\"}}", k.id.escape_default()), f(k) as f64)).collect()
-        };
-        metric("cuzk_host_budget_bytes", "gauge", "Host memory budget per key.", per_key(&|k| k.budget.0));
+        let (capacity, used, peak) = self.budget();
+        metric(
+            "cuzk_host_budget_bytes",
+            "gauge",
+            "The host memory budget of all keys.",
+            one(capacity as f64),
+        );
         metric(
             "cuzk_host_budget_used_bytes",
             "gauge",
-            "Host memory reserved per key.",
-            per_key(&|k| k.budget.1),
+            "Host memory reserved now (keys and partitions on the host).",
+            one(used as f64),
         );
-        metric(
-            "cuzk_host_budget_peak_bytes",
-            "gauge",
-            "Peak host memory reserved per key.",
-            per_key(&|k| k.budget.2),
-        );
+        metric("cuzk_host_budget_peak_bytes", "gauge", "Most host memory ever reserved.", one(peak as f64));
+        let per_key = keys
+            .iter()
+            .map(|k| (format!("{{key=\"{}\"}}", k.id.escape_default()), k.host_bytes as f64))
+            .collect();
+        metric("cuzk_key_host_bytes", "gauge", "Host memory each resident key holds.", per_key);
         out
     }
 
@@ -623,9 +739,11 @@ impl Daemon {
         jobs.values().filter(|j| j.key.pipeline.cancel(j.sched_id)).count()
     }
 
-    /// Jobs queued, running, or finished and not yet collected.
+    /// Jobs queued, running, or finished and not yet collected (nor expired).
     pub fn jobs(&self) -> usize {
-        lock(&self.jobs).len()
+        let mut jobs = lock(&self.jobs);
+        self.expire(&mut jobs);
+        jobs.len()
     }
 
     /// Jobs queued or running.

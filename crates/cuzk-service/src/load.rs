@@ -51,6 +51,10 @@ pub struct LoadArgs {
     /// Partition workers of the in-process daemon; comma-separated to sweep (default: its default).
     #[arg(long, value_delimiter = ',')]
     pub partition_workers: Vec<usize>,
+    /// Synthesis workers for high and urgent proofs only, of the in-process daemon; comma-separated to
+    /// sweep.
+    #[arg(long, value_delimiter = ',')]
+    pub priority_workers: Vec<usize>,
     /// GPU workers per device of the in-process daemon; comma-separated to sweep.
     #[arg(long, value_delimiter = ',')]
     pub gpu_workers: Vec<usize>,
@@ -70,6 +74,8 @@ pub struct LoadArgs {
 pub struct LoadRun {
     /// Partition workers (None: the daemon's own setting).
     pub partition_workers: Option<usize>,
+    /// Priority-only synthesis workers (None: the daemon's own setting).
+    pub priority_workers: Option<usize>,
     /// GPU workers per device (None: the daemon's own setting).
     pub gpu_workers: Option<usize>,
     /// Large proofs in flight.
@@ -92,9 +98,9 @@ pub struct LoadRun {
     pub urgent_seconds: [f64; 3],
     /// A large proof's latency, median.
     pub large_median_seconds: f64,
-    /// The large key's host budget, bytes (from GetStatus).
+    /// The daemon's host budget, bytes (from GetStatus).
     pub budget_bytes: u64,
-    /// Peak bytes reserved from that budget.
+    /// Peak bytes reserved from that budget (keys and partitions).
     pub budget_peak_bytes: u64,
     /// Peak resident memory of this process (the in-process daemon and the clients), bytes.
     pub peak_rss_bytes: Option<u64>,
@@ -278,12 +284,12 @@ async fn run_point(a: &LoadArgs, addr: &str, in_flight: usize) -> Result<LoadRun
     let seconds = t.elapsed().as_secs_f64();
     let urgent_latencies = urgent.await.map_err(|e| e.to_string())?;
     let status = c.get_status(pb::StatusRequest {}).await.map_err(|e| e.message().to_owned())?.into_inner();
-    let key = status.keys.iter().find(|k| k.key_id == "bench-large");
     for id in ["bench-large", "bench-urgent"] {
         let _ = c.evict_key(pb::EvictKeyRequest { key_id: id.into() }).await;
     }
     Ok(LoadRun {
         partition_workers: None,
+        priority_workers: None,
         gpu_workers: None,
         in_flight,
         backend: status.backend,
@@ -299,8 +305,8 @@ async fn run_point(a: &LoadArgs, addr: &str, in_flight: usize) -> Result<LoadRun
             quantile(urgent_latencies, 1.0),
         ],
         large_median_seconds: quantile(large_latencies, 0.5),
-        budget_bytes: key.map_or(0, |k| k.budget_bytes),
-        budget_peak_bytes: key.map_or(0, |k| k.budget_peak_bytes),
+        budget_bytes: status.budget_bytes,
+        budget_peak_bytes: status.budget_peak_bytes,
         peak_rss_bytes: None,
     })
 }
@@ -314,8 +320,8 @@ pub fn run(a: &LoadArgs) -> Result<Vec<LoadRun>, String> {
     runtime.block_on(async {
         let mut runs = Vec::new();
         if let Some(addr) = &a.connect {
-            if !a.partition_workers.is_empty() || !a.gpu_workers.is_empty() {
-                return Err("--partition-workers and --gpu-workers sweep an in-process daemon; a running one keeps its own".into());
+            if !a.partition_workers.is_empty() || !a.priority_workers.is_empty() || !a.gpu_workers.is_empty() {
+                return Err("--partition-workers, --priority-workers and --gpu-workers sweep an in-process daemon; a running one keeps its own".into());
             }
             for &f in &a.in_flight {
                 runs.push(run_point(a, addr, f).await?);
@@ -323,34 +329,44 @@ pub fn run(a: &LoadArgs) -> Result<Vec<LoadRun>, String> {
             return Ok(runs);
         }
         let opt = |v: &[usize]| if v.is_empty() { vec![None] } else { v.iter().copied().map(Some).collect() };
+        let mut points = Vec::new();
         for pw in opt(&a.partition_workers) {
-            for gw in opt(&a.gpu_workers) {
-                for &f in &a.in_flight {
-                    let mut config = ServiceConfig {
-                        listen: "127.0.0.1:0".into(),
-                        metrics_listen: String::new(),
-                        key_dir: a.key_dir.clone(),
-                        backend: a.backend.clone(),
-                        ..ServiceConfig::default()
-                    };
-                    if let Some(pw) = pw {
-                        config.partition_workers = pw;
-                    }
-                    if let Some(gw) = gw {
-                        config.gpu_workers_per_device = gw;
-                    }
-                    let daemon = Arc::new(Daemon::new(config, Registry::default())?);
-                    let served = crate::server::spawn(daemon, Listen::Tcp("127.0.0.1:0".into())).await?;
-                    let mut run = run_point(a, &served.addr, f).await;
-                    served.stop().await?;
-                    if let Ok(r) = &mut run {
-                        r.partition_workers = pw;
-                        r.gpu_workers = gw;
-                        r.peak_rss_bytes = peak_rss();
-                    }
-                    runs.push(run?);
+            for qw in opt(&a.priority_workers) {
+                for gw in opt(&a.gpu_workers) {
+                    points.extend(a.in_flight.iter().map(|&f| (pw, qw, gw, f)));
                 }
             }
+        }
+        for (pw, qw, gw, f) in points {
+            let mut config = ServiceConfig {
+                listen: "127.0.0.1:0".into(),
+                metrics_listen: String::new(),
+                key_dir: a.key_dir.clone(),
+                // The bench's keys are its own: made once, kept in the key directory.
+                generate_missing_keys: true,
+                backend: a.backend.clone(),
+                ..ServiceConfig::default()
+            };
+            if let Some(pw) = pw {
+                config.partition_workers = pw;
+            }
+            if let Some(qw) = qw {
+                config.priority_workers = qw;
+            }
+            if let Some(gw) = gw {
+                config.gpu_workers_per_device = gw;
+            }
+            let daemon = Arc::new(Daemon::new(config, Registry::default())?);
+            let served = crate::server::spawn(daemon, Listen::Tcp("127.0.0.1:0".into())).await?;
+            let mut run = run_point(a, &served.addr, f).await;
+            served.stop().await?;
+            if let Ok(r) = &mut run {
+                r.partition_workers = pw;
+                r.priority_workers = qw;
+                r.gpu_workers = gw;
+                r.peak_rss_bytes = peak_rss();
+            }
+            runs.push(run?);
         }
         Ok(runs)
     })
@@ -359,7 +375,7 @@ pub fn run(a: &LoadArgs) -> Result<Vec<LoadRun>, String> {
 /// The sweep as a table.
 pub fn table(runs: &[LoadRun]) -> String {
     let mut out = String::from(
-        "| partition workers | GPU workers | in flight | s/proof | large p50 s | urgent proofs | urgent p50 / p95 / max s | proofs | failed | wrong | budget peak / budget | peak RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| partition workers | priority workers | GPU workers | in flight | s/proof | large p50 s | urgent proofs | urgent p50 / p95 / max s | proofs | failed | wrong | budget peak / budget | peak RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let size = |b: u64| {
         if b >= 1 << 30 {
@@ -371,8 +387,9 @@ pub fn table(runs: &[LoadRun]) -> String {
     let or_default = |v: Option<usize>| v.map_or("default".to_owned(), |v| v.to_string());
     for r in runs {
         out.push_str(&format!(
-            "| {} | {} | {} | {:.3} | {:.3} | {} | {:.3} / {:.3} / {:.3} | {} | {} | {} | {} / {} | {} |\n",
+            "| {} | {} | {} | {} | {:.3} | {:.3} | {} | {:.3} / {:.3} / {:.3} | {} | {} | {} | {} / {} | {} |\n",
             or_default(r.partition_workers),
+            or_default(r.priority_workers),
             or_default(r.gpu_workers),
             r.in_flight,
             r.seconds_per_proof,

@@ -82,7 +82,8 @@ impl Service {
     }
 
     fn submit(&self, r: &pb::SubmitRequest) -> Result<String, Status> {
-        Ok(self.daemon.submit(&r.key_id, &r.partitions, priority(r.priority)?, millis(r.deadline_ms))?)
+        let priority = priority(r.priority).inspect_err(|_| self.daemon.count_rejected())?;
+        Ok(self.daemon.submit(&r.key_id, &r.partitions, priority, millis(r.deadline_ms))?)
     }
 }
 
@@ -131,6 +132,7 @@ impl Prover for Service {
     ) -> Result<Response<pb::StatusReply>, Status> {
         let d = &self.daemon;
         let (keys, jobs) = d.status();
+        let budget = d.budget();
         let n = |v: usize| v as u64;
         let c = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
         Ok(Response::new(pb::StatusReply {
@@ -146,9 +148,7 @@ impl Prover for Service {
                     domain_size: n(k.domain_size),
                     devices: c(k.devices),
                     live_jobs: n(k.live_jobs),
-                    budget_bytes: k.budget.0,
-                    budget_used_bytes: k.budget.1,
-                    budget_peak_bytes: k.budget.2,
+                    host_bytes: k.host_bytes,
                 })
                 .collect(),
             jobs: jobs
@@ -164,13 +164,17 @@ impl Prover for Service {
                         synthesizing: c(s.synthesizing),
                         waiting_gpu: c(s.waiting_gpu),
                         on_gpu: c(s.on_gpu),
-                        done: c(if j.status.is_some() { s.done } else { j.partitions }),
-                        finished: j.status.is_none(),
+                        done: c(if j.outcome == Some("succeeded") { j.partitions } else { s.done }),
+                        finished: j.outcome.is_some(),
+                        outcome: j.outcome.unwrap_or_default().into(),
                     }
                 })
                 .collect(),
             circuit_kinds: d.circuit_kinds(),
             uptime_ms: d.uptime().as_millis() as u64,
+            budget_bytes: budget.0,
+            budget_used_bytes: budget.1,
+            budget_peak_bytes: budget.2,
         }))
     }
 
@@ -357,15 +361,21 @@ pub async fn serve_metrics(
         tokio::spawn(async move {
             let mut buf = vec![0u8; 4096];
             let mut len = 0;
-            // Read the request head (bounded; the body, if any, is ignored).
-            while len < buf.len() {
-                match tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf[len..])).await {
-                    Ok(Ok(0)) | Err(_) | Ok(Err(_)) => break,
-                    Ok(Ok(n)) => len += n,
+            // Read the request head: at most 4 KiB within 5 s in all, so a slow client cannot hold the
+            // connection open; the body, if any, is ignored.
+            let head = async {
+                while len < buf.len() {
+                    match stream.read(&mut buf[len..]).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => len += n,
+                    }
+                    if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
+                        break;
+                    }
                 }
-                if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
-                    break;
-                }
+            };
+            if tokio::time::timeout(Duration::from_secs(5), head).await.is_err() {
+                return;
             }
             let head = String::from_utf8_lossy(&buf[..len]);
             let line = head.lines().next().unwrap_or_default();

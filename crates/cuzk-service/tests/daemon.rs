@@ -40,6 +40,7 @@ async fn start(name: &str, tune: impl FnOnce(&mut ServiceConfig)) -> Running {
         listen: "127.0.0.1:0".into(),
         metrics_listen: String::new(),
         key_dir: dir.0.clone(),
+        generate_missing_keys: true,
         backend: "cpu".into(),
         partition_workers: 2,
         ..ServiceConfig::default()
@@ -229,8 +230,10 @@ async fn bad_requests_get_clear_codes_and_the_daemon_keeps_serving() {
     // And everyone else is still served.
     let reply = c.prove(submit("k", &[7])).await.unwrap().into_inner();
     check_proofs(&vk, 6, &[7], &reply.proofs);
-    // Unknown key, bad partition input, too many and too few partitions.
-    assert_eq!(metric(&mut c, "cuzk_requests_rejected_total").await, 4.0);
+    // Unknown key, bad partition input, too many and too few partitions, a bad priority.
+    assert_eq!(metric(&mut c, "cuzk_requests_rejected_total").await, 5.0);
+    // Unknown kind, bad parameters twice, a bad id, an id in use, one key too many.
+    assert_eq!(metric(&mut c, "cuzk_key_loads_failed_total").await, 6.0);
     // Evicted keys take no new proofs.
     assert!(c.evict_key(pb::EvictKeyRequest { key_id: "k".into() }).await.unwrap().into_inner().evicted);
     assert_eq!(c.prove(submit("k", &[7])).await.unwrap_err().code(), Code::NotFound);
@@ -252,6 +255,19 @@ async fn timeouts_cancellation_and_a_client_that_goes_away() {
     assert_eq!(j.partitions, 24);
     assert!(!j.finished);
     assert!(c.cancel_proof(pb::CancelRequest { job_id: job.clone() }).await.unwrap().into_inner().cancelled);
+    // Status says how it ended, not that every partition is done.
+    let mut ended = None;
+    for _ in 0..500 {
+        let s = c.get_status(pb::StatusRequest {}).await.unwrap().into_inner();
+        if let Some(j) = s.jobs.into_iter().find(|j| j.job_id == job && j.finished) {
+            ended = Some(j);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let ended = ended.expect("the cancelled job is listed as finished");
+    assert_eq!(ended.outcome, "cancelled");
+    assert!(ended.done < 24, "{ended:?}");
     let cancelled = c.await_proof(pb::AwaitRequest { job_id: job.clone(), timeout_ms: 0 }).await.unwrap_err();
     assert_eq!(cancelled.code(), Code::Cancelled, "{cancelled:?}");
     // Delivered once, then forgotten.
@@ -291,6 +307,78 @@ async fn timeouts_cancellation_and_a_client_that_goes_away() {
     // The daemon still proves.
     load_synthetic(&mut c, "small", 6).await;
     c.prove(submit("small", &[3])).await.expect("a proof after all that");
+    stop(r).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn keys_share_one_budget_and_uncollected_proofs_expire() {
+    // How much a key of this shape holds, and one partition, from a daemon with room to spare.
+    let r = start("budget-probe", |_| {}).await;
+    let mut c = client(&r).await;
+    load_synthetic(&mut c, "probe", 6).await;
+    let s = c.get_status(pb::StatusRequest {}).await.unwrap().into_inner();
+    let held = s.keys[0].host_bytes;
+    assert!(held > 0);
+    assert_eq!(s.budget_used_bytes, held, "the key is reserved from the daemon's budget");
+    let partition = s.keys[0].domain_size * 128;
+    stop(r).await;
+
+    // Room for two such keys and one partition, not for three keys.
+    let bytes = 2 * held + partition + 1024;
+    let r = start("budget", |c| {
+        c.host_budget_gib = bytes as f64 / (1u64 << 30) as f64;
+        c.result_ttl_secs = 1;
+    })
+    .await;
+    let mut c = client(&r).await;
+    let vk = load_synthetic(&mut c, "a", 6).await;
+    load_synthetic(&mut c, "b", 6).await;
+    let refused = c
+        .load_key(pb::LoadKeyRequest {
+            key_id: "c".into(),
+            circuit_kind: "synthetic".into(),
+            params: br#"{"log_rows": 6}"#.to_vec(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(refused.message().contains("budget"), "{refused:?}");
+    let s = c.get_status(pb::StatusRequest {}).await.unwrap().into_inner();
+    assert_eq!(s.keys.len(), 2);
+    assert_eq!(s.budget_used_bytes, 2 * held);
+    // Both keys prove, their partitions sharing the room that is left.
+    let (mut ca, mut cb) = (c.clone(), c.clone());
+    let (pa, pb_) = tokio::join!(ca.prove(submit("a", &[1, 2])), cb.prove(submit("b", &[3])));
+    check_proofs(&vk, 6, &[1, 2], &pa.unwrap().into_inner().proofs);
+    check_proofs(&vk, 6, &[3], &pb_.unwrap().into_inner().proofs);
+    let s = c.get_status(pb::StatusRequest {}).await.unwrap().into_inner();
+    assert!(s.budget_peak_bytes <= s.budget_bytes, "{s:?}");
+    assert!(s.budget_peak_bytes > 2 * held, "a partition was on the host: {s:?}");
+
+    // Ids are unguessable: a sequence number, then 64 random bits.
+    let first = c.submit_proof(submit("a", &[4])).await.unwrap().into_inner().job_id;
+    let second = c.submit_proof(submit("a", &[5])).await.unwrap().into_inner().job_id;
+    for id in [&first, &second] {
+        let random = id.rsplit('-').next().unwrap();
+        assert!(id.starts_with("job-") && random.len() == 16, "{id}");
+        assert!(random.chars().all(|ch| ch.is_ascii_hexdigit()), "{id}");
+    }
+    assert_ne!(first.rsplit('-').next(), second.rsplit('-').next());
+    // Nobody collects them: once finished, they are forgotten after result_ttl_secs.
+    let mut gone = false;
+    for _ in 0..400 {
+        let s = c.get_status(pb::StatusRequest {}).await.unwrap().into_inner();
+        if s.jobs.is_empty() {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(gone, "uncollected proofs never expired");
+    let e = c.await_proof(pb::AwaitRequest { job_id: first, timeout_ms: 0 }).await.unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    assert_eq!(metric(&mut c, "cuzk_results_expired_total").await, 2.0);
+    assert_eq!(metric(&mut c, "cuzk_proof_seconds_count").await, 4.0);
     stop(r).await;
 }
 
@@ -345,6 +433,7 @@ async fn a_unix_socket_serves_like_tcp_and_is_removed_on_shutdown() {
     let socket = dir.0.join("cuzk.sock");
     let config = ServiceConfig {
         key_dir: dir.0.join("keys"),
+        generate_missing_keys: true,
         backend: "cpu".into(),
         partition_workers: 2,
         ..ServiceConfig::default()
@@ -444,7 +533,12 @@ async fn a_kind_registered_by_the_library_user_is_proved() {
     let dir = temp_dir("custom");
     let mut registry = Registry::default();
     registry.register(SquareKind);
-    let config = ServiceConfig { key_dir: dir.0.clone(), backend: "cpu".into(), ..ServiceConfig::default() };
+    let config = ServiceConfig {
+        key_dir: dir.0.clone(),
+        generate_missing_keys: true,
+        backend: "cpu".into(),
+        ..ServiceConfig::default()
+    };
     let daemon = Arc::new(Daemon::new(config, registry).unwrap());
     let served = cuzk_service::spawn(daemon, Listen::Tcp("127.0.0.1:0".into())).await.unwrap();
     let mut c = cuzk_service::client::connect(&served.addr).await.unwrap();
@@ -493,6 +587,11 @@ async fn a_kind_registered_by_the_library_user_is_proved() {
 fn submitting_outside_a_runtime_is_an_error_not_a_panic() {
     let dir = temp_dir("no-runtime");
     let config = ServiceConfig { key_dir: dir.0.clone(), backend: "cpu".into(), ..ServiceConfig::default() };
+    let daemon = Arc::new(Daemon::new(config.clone(), Registry::default()).unwrap());
+    // By default a key the directory lacks is refused, not generated.
+    let e = daemon.load_key("k", "synthetic", br#"{"log_rows": 6}"#).unwrap_err();
+    assert!(e.to_string().contains("generating keys is off"), "{e}");
+    let config = ServiceConfig { generate_missing_keys: true, ..config };
     let daemon = Arc::new(Daemon::new(config, Registry::default()).unwrap());
     let loaded = daemon.load_key("k", "synthetic", br#"{"log_rows": 6}"#).unwrap();
     assert!(loaded.generated);

@@ -8,6 +8,18 @@ fn cuzk() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cuzk"))
 }
 
+/// Kills the daemon when a test fails before stopping it, so no process outlives the test.
+struct Serving(std::process::Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 fn http_get(addr: &str, path: &str) -> String {
     let mut http = std::net::TcpStream::connect(addr).unwrap();
     http.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).unwrap();
@@ -19,14 +31,17 @@ fn http_get(addr: &str, path: &str) -> String {
 #[test]
 fn serve_reports_its_addresses_serves_metrics_and_stops_on_sigterm() {
     let dir = std::env::temp_dir().join(format!("cuzk-serve-cli-{}", std::process::id()));
-    let mut child = cuzk()
-        .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--backend", "cpu"])
-        .arg("--key-dir")
-        .arg(&dir)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start cuzk serve");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut child = Serving(
+        cuzk()
+            .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--backend", "cpu"])
+            .args(["--generate-missing-keys", "--host-budget-gib", "1.5", "--max-jobs", "16"])
+            .args(["--result-ttl-secs", "60", "--priority-workers", "2", "--key-dir"])
+            .arg(&dir)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start cuzk serve"),
+    );
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
     let mut next = || lines.next().expect("a line").expect("utf-8");
     let metrics_line = next();
     let metrics = metrics_line
@@ -57,14 +72,18 @@ fn serve_reports_its_addresses_serves_metrics_and_stops_on_sigterm() {
     let succeeded = 2 + runs[0]["urgent"].as_u64().unwrap();
     assert!(reply.contains(&format!("\ncuzk_proofs_succeeded_total {succeeded}\n")), "{reply}");
     assert!(reply.contains("\ncuzk_keys_resident 0\n"), "the bench evicts its keys: {reply}");
+    assert!(
+        reply.contains(&format!("\ncuzk_host_budget_bytes {}\n", 3u64 << 29)),
+        "the flag sets it: {reply}"
+    );
     let reply = http_get(&metrics, "/secrets");
     assert!(reply.starts_with("HTTP/1.1 404"), "{reply}");
 
-    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let killed = Command::new("kill").args(["-TERM", &child.0.id().to_string()]).status().unwrap();
     assert!(killed.success());
     assert_eq!(next(), "cuzk serve: stopping");
     assert_eq!(next(), "cuzk serve: stopped");
-    let status = child.wait().unwrap();
+    let status = child.0.wait().unwrap();
     assert!(status.success(), "{status:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -704,11 +704,29 @@ impl Engine {
     }
 
     /// A long-lived pipeline for `key`: its workers start now and take proofs submitted at any time
-    /// ([`crate::Pipeline::submit`]) until it is dropped. The scheduler's device count, slots per device
-    /// and budget are set here from the key: one device per GPU the key is resident on, one slot per
-    /// GPU worker as far as every device's free memory allows, and the budget less what the key holds
-    /// on the host.
+    /// ([`crate::Pipeline::submit`]) until it is dropped. The scheduler's device count and slots per
+    /// device are set here from the key: one device per GPU the key is resident on, one slot per GPU
+    /// worker as far as every device's free memory allows. The pipeline has a budget of its own,
+    /// `sched.host_budget_bytes`, from which the key's host bytes are reserved for its life.
     pub fn pipeline<C>(&self, key: &Key, sched: cuzk_sched::Config) -> Result<crate::Pipeline<C>, Error>
+    where
+        C: ConstraintSynthesizer<Fr> + Send + 'static,
+    {
+        let budget = cuzk_sched::Budget::new(sched.host_budget_bytes);
+        self.pipeline_sharing(key, sched, &budget)
+    }
+
+    /// As [`Engine::pipeline`], reserving host memory from `budget`, which other pipelines (say, one
+    /// per resident key of a daemon) may share, so that together they never reserve more than it
+    /// holds: what the key keeps on the host is reserved for the pipeline's life, and each partition's
+    /// working set while it is on the host. Refused when the key and one partition do not fit in what
+    /// is free now. `sched.host_budget_bytes` is not used.
+    pub fn pipeline_sharing<C>(
+        &self,
+        key: &Key,
+        sched: cuzk_sched::Config,
+        budget: &cuzk_sched::Budget,
+    ) -> Result<crate::Pipeline<C>, Error>
     where
         C: ConstraintSynthesizer<Fr> + Send + 'static,
     {
@@ -733,15 +751,19 @@ impl Engine {
             }
             sched.slots_per_device = slots;
         }
-        // One budget: what the key holds on the host (and the pinned staging) comes off the top, and
-        // at least one partition must fit in the rest.
+        // What the key holds on the host (and the pinned staging) is reserved for the pipeline's life,
+        // and at least one partition must fit beside it.
         let fixed = key.inner.host_bytes();
         let partition = crate::pipeline::partition_host_bytes(key.domain_size());
-        if sched.host_budget_bytes < fixed.saturating_add(partition) {
-            return Err(Error::HostBudget { budget: sched.host_budget_bytes, key: fixed, partition });
-        }
-        sched.host_budget_bytes -= fixed;
-        Ok(crate::Pipeline::new(cuzk_sched::Scheduler::new(stages, sched), synthesis_mode))
+        let mut held = budget.try_reserve(fixed.saturating_add(partition)).ok_or(Error::HostBudget {
+            budget: budget.capacity().saturating_sub(budget.used()),
+            key: fixed,
+            partition,
+        })?;
+        held.release(partition);
+        sched.host_budget_bytes = budget.capacity();
+        let scheduler = cuzk_sched::Scheduler::with_budget(stages, sched, budget.clone());
+        Ok(crate::Pipeline::new(scheduler, synthesis_mode, held, partition))
     }
 
     /// Verifies a proof against the key's verifying key.

@@ -15,13 +15,14 @@ pub enum Error {
         /// Why it cannot be used.
         reason: String,
     },
-    /// The scheduler's host memory budget cannot hold what the key keeps on the host and one partition.
+    /// The host memory budget cannot hold what the key keeps on the host and one partition.
     #[error(
-        "the host memory budget of {budget} bytes cannot hold the key's host-resident bases and pinned \
-         buffers ({key} bytes) plus one partition ({partition} bytes): raise host_budget_bytes"
+        "the host memory budget has {budget} bytes free, too few for the key's host-resident bases and \
+         pinned buffers ({key} bytes) plus one partition ({partition} bytes): raise host_budget_bytes \
+         (or, with a shared budget, free some of it)"
     )]
     HostBudget {
-        /// The budget asked for.
+        /// Bytes of the budget free when the pipeline was made.
         budget: u64,
         /// Bytes the key holds on the host.
         key: u64,

@@ -146,6 +146,10 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
 pub struct Pipeline<C: ConstraintSynthesizer<Fr> + Send + 'static> {
     scheduler: cuzk_sched::Scheduler<EngineStages<C>>,
     synthesis_mode: SynthesisMode,
+    /// The key's host bytes, reserved from the budget while the pipeline lives.
+    key_bytes: cuzk_sched::Reservation,
+    /// Host bytes one partition reserves while it is on the host.
+    partition_bytes: u64,
 }
 
 impl<C: ConstraintSynthesizer<Fr> + Send + 'static> std::fmt::Debug for Pipeline<C> {
@@ -161,8 +165,10 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Pipeline<C> {
     pub(crate) fn new(
         scheduler: cuzk_sched::Scheduler<EngineStages<C>>,
         synthesis_mode: SynthesisMode,
+        key_bytes: cuzk_sched::Reservation,
+        partition_bytes: u64,
     ) -> Self {
-        Self { scheduler, synthesis_mode }
+        Self { scheduler, synthesis_mode, key_bytes, partition_bytes }
     }
 
     /// Queues a proof: its partitions, each with its blinding scalars `r` and `s`. Refused when a live
@@ -187,9 +193,20 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Pipeline<C> {
         self.scheduler.timeline()
     }
 
-    /// The host memory budget the partitions reserve from.
+    /// The host memory budget the key and the partitions reserve from (possibly shared with other
+    /// pipelines; see [`crate::Engine::pipeline_sharing`]).
     pub fn budget(&self) -> &cuzk_sched::Budget {
         self.scheduler.budget()
+    }
+
+    /// Host bytes the key holds in the budget while this pipeline lives.
+    pub fn key_host_bytes(&self) -> u64 {
+        self.key_bytes.bytes()
+    }
+
+    /// Host bytes each partition reserves from synthesis until its upload is done.
+    pub fn partition_host_bytes(&self) -> u64 {
+        self.partition_bytes
     }
 
     /// The scheduler's layout (devices, workers, slots, budget).

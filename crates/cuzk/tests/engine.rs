@@ -180,6 +180,41 @@ fn the_host_budget_counts_the_key_and_must_hold_a_partition() {
     assert_eq!(run(held + partition).unwrap().proofs.len(), 1, "the key and exactly one partition fit");
 }
 
+#[test]
+fn pipelines_sharing_a_budget_reserve_their_keys_from_it() {
+    use cuzk::sched::{Budget, JobId, Priority};
+    let mut rng = seeded_rng("shared_budget");
+    let circuit = Synthetic::new(200, 1);
+    let e = engine();
+    let key = e.load_key(keygen(circuit, &mut rng)).unwrap();
+    let sched = cuzk::sched::Config { partition_workers: 1, ..Default::default() };
+    let roomy = Budget::new(1 << 40);
+    let p = e.pipeline_sharing::<Synthetic>(&key, sched.clone(), &roomy).unwrap();
+    let (held, partition) = (p.key_host_bytes(), p.partition_host_bytes());
+    assert!(held > 0 && partition > 0);
+    assert_eq!(roomy.used(), held, "the key's host bytes are reserved while the pipeline lives");
+    drop(p);
+    assert_eq!(roomy.used(), 0, "and given back when it is dropped");
+
+    // Room for two keys and one partition: a second pipeline fits, a third does not.
+    let budget = Budget::new(2 * held + partition);
+    let a = e.pipeline_sharing::<Synthetic>(&key, sched.clone(), &budget).unwrap();
+    let b = e.pipeline_sharing::<Synthetic>(&key, sched.clone(), &budget).unwrap();
+    let err = e.pipeline_sharing::<Synthetic>(&key, sched, &budget).unwrap_err();
+    assert!(matches!(err, Error::HostBudget { budget: free, .. } if free == partition), "{err}");
+    // Both prove, their partitions taking turns in the room for one.
+    let (r, s) = (Fr::from(3u64), Fr::from(4u64));
+    let jobs = [&a, &b].map(|p| p.submit(JobId(1), Priority::Normal, None, vec![(circuit, r, s)]).unwrap());
+    let mut proofs = Vec::new();
+    for j in jobs {
+        proofs.extend(j.wait().unwrap());
+    }
+    let direct = e.prove_with_randomness(&key, circuit, r, s).unwrap();
+    assert!(proofs.iter().all(|p| *p == direct), "the same proof through either pipeline");
+    assert_eq!(budget.peak(), 2 * held + partition, "never more than the budget");
+    assert_eq!(budget.used(), 2 * held);
+}
+
 fn err_text<T: std::fmt::Debug>(r: Result<T, Error>) -> String {
     r.unwrap_err().to_string()
 }
