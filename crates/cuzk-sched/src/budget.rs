@@ -1,5 +1,7 @@
-//! One byte budget for host memory, with RAII reservations that wait instead of failing.
+//! One byte budget for host memory, with RAII reservations that wait instead of failing, and resident
+//! reservations (keys) admitted only while every resident holder's partitions can still fit.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex};
 
 /// Why a reservation cannot be made.
@@ -13,12 +15,39 @@ pub enum BudgetError {
         /// The budget.
         capacity: u64,
     },
+    /// A resident reservation would leave too little room for the partitions of the resident holders
+    /// (its own included).
+    #[error(
+        "{available} bytes of the budget are left beside the resident reservations (and room for their \
+         widest partition), too few for {requested} resident bytes plus a {partition}-byte partition"
+    )]
+    NoRoom {
+        /// Bytes left for the new holder and one of its partitions.
+        available: u64,
+        /// Resident bytes requested.
+        requested: u64,
+        /// The new holder's partition size.
+        partition: u64,
+    },
 }
 
 #[derive(Debug, Default)]
 struct State {
     used: u64,
     peak: u64,
+    /// Bytes held by resident reservations.
+    resident: u64,
+    /// The partition sizes resident holders admit, with how many holders admit each.
+    partitions: BTreeMap<u64, usize>,
+}
+
+impl State {
+    /// Bytes left for a new resident holder with partitions of `partition` bytes and one of them.
+    fn available(&self, capacity: u64, partition: u64) -> u64 {
+        let widest_other = self.partitions.keys().next_back().copied().unwrap_or(0);
+        let extra = widest_other.saturating_sub(partition);
+        capacity.saturating_sub(self.resident).saturating_sub(extra)
+    }
 }
 
 #[derive(Debug)]
@@ -87,6 +116,36 @@ impl Budget {
         Some(Reservation { budget: self.clone(), bytes })
     }
 
+    /// Reserves `bytes` for as long as the returned reservation lives (a key's host-resident part),
+    /// for a holder whose partitions each reserve `partition` bytes. Admitted only if, with it, every
+    /// resident holder's widest partition still fits beside all resident bytes, so partitions never
+    /// wait for ever; then waits until `bytes` are free (partitions on the host release theirs soon).
+    pub fn reserve_resident(&self, bytes: u64, partition: u64) -> Result<ResidentReservation, BudgetError> {
+        let capacity = self.inner.capacity;
+        let mut state = self.lock();
+        loop {
+            // Checked again after every wait: another holder may have been admitted meanwhile.
+            let available = state.available(capacity, partition);
+            if bytes.saturating_add(partition) > available {
+                return Err(BudgetError::NoRoom { available, requested: bytes, partition });
+            }
+            if state.used + bytes <= capacity {
+                break;
+            }
+            state = self.inner.freed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        state.used += bytes;
+        state.peak = state.peak.max(state.used);
+        state.resident += bytes;
+        *state.partitions.entry(partition).or_default() += 1;
+        Ok(ResidentReservation { budget: self.clone(), bytes, partition })
+    }
+
+    /// Bytes held by resident reservations.
+    pub fn resident(&self) -> u64 {
+        self.lock().resident
+    }
+
     fn release(&self, bytes: u64) {
         if bytes == 0 {
             return;
@@ -125,6 +184,43 @@ impl Drop for Reservation {
     }
 }
 
+/// Bytes held from a [`Budget`] by a resident holder ([`Budget::reserve_resident`]); released when
+/// dropped.
+#[derive(Debug)]
+pub struct ResidentReservation {
+    budget: Budget,
+    bytes: u64,
+    partition: u64,
+}
+
+impl ResidentReservation {
+    /// Bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The holder's partition size.
+    pub fn partition(&self) -> u64 {
+        self.partition
+    }
+}
+
+impl Drop for ResidentReservation {
+    fn drop(&mut self) {
+        let mut state = self.budget.lock();
+        state.used = state.used.saturating_sub(self.bytes);
+        state.resident = state.resident.saturating_sub(self.bytes);
+        if let Some(n) = state.partitions.get_mut(&self.partition) {
+            *n -= 1;
+            if *n == 0 {
+                state.partitions.remove(&self.partition);
+            }
+        }
+        drop(state);
+        self.budget.inner.freed.notify_all();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +243,38 @@ mod tests {
         assert_eq!(b.used(), 0);
         assert_eq!(b.peak(), 90);
         assert_eq!(b.reserve(101).unwrap_err(), BudgetError::TooLarge { requested: 101, capacity: 100 });
+    }
+
+    #[test]
+    fn resident_holders_keep_room_for_the_widest_partition() {
+        let b = Budget::new(100);
+        // A key of 30 bytes with 40-byte partitions: 70 of 100.
+        let wide = b.reserve_resident(30, 40).unwrap();
+        // A second key with 10-byte partitions must leave room for the first key's 40: 30 + 20 + 40 = 90.
+        let narrow = b.reserve_resident(20, 10).unwrap();
+        assert_eq!((b.used(), b.resident()), (50, 50));
+        // A third of 15 bytes would leave 35, less than the widest partition.
+        assert_eq!(
+            b.reserve_resident(15, 10).unwrap_err(),
+            BudgetError::NoRoom { available: 20, requested: 15, partition: 10 }
+        );
+        // Its own partition counts too.
+        assert!(matches!(b.reserve_resident(5, 50), Err(BudgetError::NoRoom { .. })));
+        // A partition in flight only makes a resident reservation wait.
+        let partition = b.reserve(45).unwrap();
+        let waiter = {
+            let b = b.clone();
+            std::thread::spawn(move || b.reserve_resident(10, 10).map(|r| r.bytes()))
+        };
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(b.used(), 95, "the resident reservation waits for the partition to leave");
+        drop(partition);
+        assert_eq!(waiter.join().unwrap(), Ok(10));
+        assert_eq!(b.resident(), 50, "the waiter's reservation was dropped with its thread's result");
+        drop(wide);
+        // With the wide key gone, its partition size no longer counts.
+        assert!(b.reserve_resident(60, 20).is_ok());
+        drop(narrow);
+        assert_eq!((b.used(), b.resident()), (0, 0));
     }
 }

@@ -9,7 +9,7 @@ pub mod sim;
 pub mod svg;
 pub mod timeline;
 
-pub use budget::{Budget, BudgetError, Reservation};
+pub use budget::{Budget, BudgetError, Reservation, ResidentReservation};
 pub use scheduler::{Config, JobError, JobHandle, JobId, JobStatus, Priority, Scheduler, SubmitError};
 pub use timeline::{Span, Timeline};
 

@@ -42,9 +42,10 @@ pub struct ServeArgs {
     /// Host memory budget of all keys, GiB (0: three quarters of the available memory).
     #[arg(long)]
     pub host_budget_gib: Option<f64>,
-    /// Generate (and save) keys the key directory lacks on LoadKey instead of refusing.
-    #[arg(long)]
-    pub generate_missing_keys: bool,
+    /// Generate (and save) keys the key directory lacks on LoadKey instead of refusing
+    /// (`--generate-missing-keys=false` undoes a configuration file's `true`).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub generate_missing_keys: Option<bool>,
     /// Most proofs live or uncollected at once.
     #[arg(long)]
     pub max_jobs: Option<usize>,
@@ -60,9 +61,9 @@ pub struct ServeArgs {
     /// Seconds a finished proof waits to be collected (0: until collected).
     #[arg(long)]
     pub result_ttl_secs: Option<u64>,
-    /// Return proofs without checking them against their key first.
-    #[arg(long)]
-    pub no_verify: bool,
+    /// Check every proof against its key before returning it (`--verify-proofs=false` skips it).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub verify_proofs: Option<bool>,
     /// On SIGINT or SIGTERM: `finish` live proofs or `cancel` them.
     #[arg(long)]
     pub shutdown: Option<String>,
@@ -104,13 +105,9 @@ impl ServeArgs {
             max_request_bytes => max_request_bytes,
             result_ttl_secs => result_ttl_secs,
             shutdown_grace_secs => shutdown_grace_secs,
+            generate_missing_keys => generate_missing_keys,
+            verify_proofs => verify_proofs,
         );
-        if self.generate_missing_keys {
-            c.generate_missing_keys = true;
-        }
-        if self.no_verify {
-            c.verify_proofs = false;
-        }
         if let Some(v) = &self.shutdown {
             c.shutdown = match v.as_str() {
                 "finish" => ShutdownPolicy::Finish,

@@ -5,8 +5,8 @@
 //! job whose outcome a background task collects as soon as it is ready, so metrics count it whether or
 //! not anyone waits, and a client that gives up waiting loses nothing: the outcome (proofs, or why
 //! there are none, such as a cancellation) stays until it is collected once (`AwaitProof`), its time
-//! to live runs out (`result_ttl_secs`), or the daemon stops. Job ids carry 64 random bits, so one
-//! client cannot guess another's. Values that may hold the last reference to a key's pipeline are dropped on a thread
+//! to live runs out (`result_ttl_secs`), or the daemon stops. Job ids carry 64 random bits, so they
+//! cannot be guessed; GetStatus lists them, though, to any client (there is no authentication). Values that may hold the last reference to a key's pipeline are dropped on a thread
 //! of their own: dropping a pipeline joins its workers, which must not stall a lock or an async thread.
 
 use std::collections::BTreeMap;
@@ -384,34 +384,11 @@ impl Daemon {
             .pipeline_sharing::<BoxedCircuit>(&key, self.config.scheduler(), &self.budget)
             .map_err(|e| match e {
                 cuzk::Error::HostBudget { .. } => ServiceError::ResourceExhausted(format!(
-                    "key {key_id:?}: {e}; partitions in flight hold part of the budget for a while, \
-                     resident keys until they are evicted"
+                    "key {key_id:?}: {e}; resident keys hold their part until they are evicted and \
+                     their proofs collected"
                 )),
                 e => ServiceError::Failed(format!("starting the pipeline for {shape_id}: {e}")),
             })?;
-        // Every key's partitions must still fit beside all the keys, or they would wait for ever.
-        {
-            let keys = lock(&self.keys);
-            let held: u64 =
-                keys.values().map(|k| k.pipeline.key_host_bytes()).sum::<u64>() + pipeline.key_host_bytes();
-            let widest = keys
-                .values()
-                .map(|k| k.pipeline.partition_host_bytes())
-                .chain([pipeline.partition_host_bytes()])
-                .max()
-                .unwrap_or(0);
-            let room = self.budget.capacity().saturating_sub(held);
-            if room < widest {
-                drop(keys);
-                release(pipeline);
-                return Err(ServiceError::ResourceExhausted(format!(
-                    "key {key_id:?}: beside the resident keys ({held} host bytes with it) the budget of {} \
-                     bytes leaves {room}, too few for a {widest}-byte partition: evict a key or raise \
-                     host_budget_gib",
-                    self.budget.capacity()
-                )));
-            }
-        }
         let resident = Arc::new(Resident {
             id: key_id.to_owned(),
             kind: kind.to_owned(),

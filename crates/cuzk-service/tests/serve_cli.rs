@@ -35,7 +35,7 @@ fn serve_reports_its_addresses_serves_metrics_and_stops_on_sigterm() {
         cuzk()
             .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--backend", "cpu"])
             .args(["--generate-missing-keys", "--host-budget-gib", "1.5", "--max-jobs", "16"])
-            .args(["--result-ttl-secs", "60", "--priority-workers", "2", "--key-dir"])
+            .args(["--result-ttl-secs", "60", "--priority-workers", "2", "--verify-proofs=true", "--key-dir"])
             .arg(&dir)
             .stdout(Stdio::piped())
             .spawn()

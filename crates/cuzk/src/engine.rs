@@ -718,9 +718,11 @@ impl Engine {
 
     /// As [`Engine::pipeline`], reserving host memory from `budget`, which other pipelines (say, one
     /// per resident key of a daemon) may share, so that together they never reserve more than it
-    /// holds: what the key keeps on the host is reserved for the pipeline's life, and each partition's
-    /// working set while it is on the host. Refused when the key and one partition do not fit in what
-    /// is free now. `sched.host_budget_bytes` is not used.
+    /// holds: what the key keeps on the host is reserved for the pipeline's life
+    /// ([`cuzk_sched::Budget::reserve_resident`]), and each partition's working set while it is on the
+    /// host. Refused when the key would leave too little room for one partition of its own or of any
+    /// other pipeline on the budget (so no pipeline's partitions can be starved for ever); waits while
+    /// partitions in flight hold the room it needs. `sched.host_budget_bytes` is not used.
     pub fn pipeline_sharing<C>(
         &self,
         key: &Key,
@@ -752,18 +754,20 @@ impl Engine {
             sched.slots_per_device = slots;
         }
         // What the key holds on the host (and the pinned staging) is reserved for the pipeline's life,
-        // and at least one partition must fit beside it.
+        // and every pipeline's widest partition must still fit beside all such reservations.
         let fixed = key.inner.host_bytes();
         let partition = crate::pipeline::partition_host_bytes(key.domain_size());
-        let mut held = budget.try_reserve(fixed.saturating_add(partition)).ok_or(Error::HostBudget {
-            budget: budget.capacity().saturating_sub(budget.used()),
-            key: fixed,
-            partition,
+        let held = budget.reserve_resident(fixed, partition).map_err(|e| match e {
+            cuzk_sched::BudgetError::NoRoom { available, .. } => {
+                Error::HostBudget { budget: available, key: fixed, partition }
+            }
+            cuzk_sched::BudgetError::TooLarge { capacity, .. } => {
+                Error::HostBudget { budget: capacity, key: fixed, partition }
+            }
         })?;
-        held.release(partition);
         sched.host_budget_bytes = budget.capacity();
         let scheduler = cuzk_sched::Scheduler::with_budget(stages, sched, budget.clone());
-        Ok(crate::Pipeline::new(scheduler, synthesis_mode, held, partition))
+        Ok(crate::Pipeline::new(scheduler, synthesis_mode, held))
     }
 
     /// Verifies a proof against the key's verifying key.

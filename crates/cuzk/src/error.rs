@@ -17,12 +17,13 @@ pub enum Error {
     },
     /// The host memory budget cannot hold what the key keeps on the host and one partition.
     #[error(
-        "the host memory budget has {budget} bytes free, too few for the key's host-resident bases and \
+        "the host memory budget has {budget} bytes for this key, too few for its host-resident bases and \
          pinned buffers ({key} bytes) plus one partition ({partition} bytes): raise host_budget_bytes \
-         (or, with a shared budget, free some of it)"
+         (or, with a shared budget, drop another pipeline)"
     )]
     HostBudget {
-        /// Bytes of the budget free when the pipeline was made.
+        /// Bytes of the budget left for the key and one partition: its capacity, less what other
+        /// pipelines' keys hold and the room their wider partitions need.
         budget: u64,
         /// Bytes the key holds on the host.
         key: u64,

@@ -146,10 +146,9 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
 pub struct Pipeline<C: ConstraintSynthesizer<Fr> + Send + 'static> {
     scheduler: cuzk_sched::Scheduler<EngineStages<C>>,
     synthesis_mode: SynthesisMode,
-    /// The key's host bytes, reserved from the budget while the pipeline lives.
-    key_bytes: cuzk_sched::Reservation,
-    /// Host bytes one partition reserves while it is on the host.
-    partition_bytes: u64,
+    /// The key's host bytes, reserved from the budget while the pipeline lives, with its partitions'
+    /// size.
+    key_bytes: cuzk_sched::ResidentReservation,
 }
 
 impl<C: ConstraintSynthesizer<Fr> + Send + 'static> std::fmt::Debug for Pipeline<C> {
@@ -165,10 +164,9 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Pipeline<C> {
     pub(crate) fn new(
         scheduler: cuzk_sched::Scheduler<EngineStages<C>>,
         synthesis_mode: SynthesisMode,
-        key_bytes: cuzk_sched::Reservation,
-        partition_bytes: u64,
+        key_bytes: cuzk_sched::ResidentReservation,
     ) -> Self {
-        Self { scheduler, synthesis_mode, key_bytes, partition_bytes }
+        Self { scheduler, synthesis_mode, key_bytes }
     }
 
     /// Queues a proof: its partitions, each with its blinding scalars `r` and `s`. Refused when a live
@@ -206,7 +204,7 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Pipeline<C> {
 
     /// Host bytes each partition reserves from synthesis until its upload is done.
     pub fn partition_host_bytes(&self) -> u64 {
-        self.partition_bytes
+        self.key_bytes.partition()
     }
 
     /// The scheduler's layout (devices, workers, slots, budget).
