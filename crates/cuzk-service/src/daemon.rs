@@ -6,8 +6,9 @@
 //! not anyone waits, and a client that gives up waiting loses nothing: the outcome (proofs, or why
 //! there are none, such as a cancellation) stays until it is collected once (`AwaitProof`), its time
 //! to live runs out (`result_ttl_secs`), or the daemon stops. Job ids carry 64 random bits, so they
-//! cannot be guessed; GetStatus lists them, though, to any client (there is no authentication). Values that may hold the last reference to a key's pipeline are dropped on a thread
-//! of their own: dropping a pipeline joins its workers, which must not stall a lock or an async thread.
+//! cannot be guessed; GetStatus lists them, though, to any client (there is no authentication).
+//! Values that may hold the last reference to a key's pipeline are dropped on a thread of their own:
+//! dropping a pipeline joins its workers, which must not stall a lock or an async thread.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -548,7 +549,7 @@ impl Daemon {
             ServiceError::NotFound(format!("no job {id:?} (unknown, or already collected)"))
         })?;
         let ready = async {
-            // The sender lives until it has sent: an error means the daemon dropped the job (or it expired).
+            // The sender lives until it has sent: an error means the daemon dropped the job.
             let _ = rx.wait_for(Option::is_some).await;
         };
         match timeout {
