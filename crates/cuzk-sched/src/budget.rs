@@ -1,8 +1,14 @@
 //! One byte budget for host memory, with RAII reservations that wait instead of failing, and resident
 //! reservations (keys) admitted only while every resident holder's partitions can still fit.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Condvar, Mutex};
+
+use crate::Priority;
+
+/// A waiter's place: higher priorities first, then the oldest.
+type Ticket = (Reverse<Priority>, u64);
 
 /// Why a reservation cannot be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,9 +45,24 @@ struct State {
     resident: u64,
     /// The partition sizes resident holders admit, with how many holders admit each.
     partitions: BTreeMap<u64, usize>,
+    /// Waiters in the order they are served.
+    queue: BTreeSet<Ticket>,
+    next_ticket: u64,
 }
 
 impl State {
+    fn ticket(&mut self, priority: Priority) -> Ticket {
+        self.next_ticket += 1;
+        let t = (Reverse(priority), self.next_ticket);
+        self.queue.insert(t);
+        t
+    }
+
+    /// `ticket` is first in line and `bytes` fit.
+    fn served(&self, ticket: &Ticket, bytes: u64, capacity: u64) -> bool {
+        self.queue.first() == Some(ticket) && self.used + bytes <= capacity
+    }
+
     /// Bytes left for a new resident holder with partitions of `partition` bytes and one of them.
     fn available(&self, capacity: u64, partition: u64) -> u64 {
         let widest_other = self.partitions.keys().next_back().copied().unwrap_or(0);
@@ -90,25 +111,38 @@ impl Budget {
         self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Reserves `bytes`, waiting until they fit. Fails at once if they can never fit.
+    /// Reserves `bytes` at the normal priority ([`Budget::reserve_as`]).
     pub fn reserve(&self, bytes: u64) -> Result<Reservation, BudgetError> {
-        if bytes > self.inner.capacity {
-            return Err(BudgetError::TooLarge { requested: bytes, capacity: self.inner.capacity });
+        self.reserve_as(bytes, Priority::Normal)
+    }
+
+    /// Reserves `bytes`, waiting until they fit. Waiters are served in priority order, the oldest
+    /// first within a priority, and none takes room while one ahead of it still waits: bulk work
+    /// cannot keep taking the room an urgent partition waits for. Fails at once if they can never fit.
+    pub fn reserve_as(&self, bytes: u64, priority: Priority) -> Result<Reservation, BudgetError> {
+        let capacity = self.inner.capacity;
+        if bytes > capacity {
+            return Err(BudgetError::TooLarge { requested: bytes, capacity });
         }
         let mut state = self.lock();
+        let ticket = state.ticket(priority);
         // The loop re-checks after every wake-up, so a notification can never be missed or misread.
-        while state.used + bytes > self.inner.capacity {
+        while !state.served(&ticket, bytes, capacity) {
             state = self.inner.freed.wait(state).unwrap_or_else(|p| p.into_inner());
         }
+        state.queue.remove(&ticket);
         state.used += bytes;
         state.peak = state.peak.max(state.used);
+        drop(state);
+        // The next in line may fit too.
+        self.inner.freed.notify_all();
         Ok(Reservation { budget: self.clone(), bytes })
     }
 
-    /// Reserves `bytes` only if they fit now.
+    /// Reserves `bytes` only if they fit now and nobody is waiting.
     pub fn try_reserve(&self, bytes: u64) -> Option<Reservation> {
         let mut state = self.lock();
-        if state.used + bytes > self.inner.capacity {
+        if !state.queue.is_empty() || state.used + bytes > self.inner.capacity {
             return None;
         }
         state.used += bytes;
@@ -119,26 +153,40 @@ impl Budget {
     /// Reserves `bytes` for as long as the returned reservation lives (a key's host-resident part),
     /// for a holder whose partitions each reserve `partition` bytes. Admitted only if, with it, every
     /// resident holder's widest partition still fits beside all resident bytes, so partitions never
-    /// wait for ever; then waits until `bytes` are free (partitions on the host release theirs soon).
+    /// wait for ever; then waits, ahead of every partition, until `bytes` are free (partitions on the
+    /// host release theirs soon).
     pub fn reserve_resident(&self, bytes: u64, partition: u64) -> Result<ResidentReservation, BudgetError> {
         let capacity = self.inner.capacity;
         let mut state = self.lock();
+        let ticket = state.ticket(Priority::Urgent);
+        // Tickets are taken in order, so no partition's ticket is ahead of this one at the same
+        // priority; resident holders admitted meanwhile are checked again after every wait.
         loop {
-            // Checked again after every wait: another holder may have been admitted meanwhile.
             let available = state.available(capacity, partition);
             if bytes.saturating_add(partition) > available {
+                state.queue.remove(&ticket);
+                drop(state);
+                self.inner.freed.notify_all();
                 return Err(BudgetError::NoRoom { available, requested: bytes, partition });
             }
-            if state.used + bytes <= capacity {
+            if state.served(&ticket, bytes, capacity) {
                 break;
             }
             state = self.inner.freed.wait(state).unwrap_or_else(|p| p.into_inner());
         }
+        state.queue.remove(&ticket);
         state.used += bytes;
         state.peak = state.peak.max(state.used);
         state.resident += bytes;
         *state.partitions.entry(partition).or_default() += 1;
+        drop(state);
+        self.inner.freed.notify_all();
         Ok(ResidentReservation { budget: self.clone(), bytes, partition })
+    }
+
+    /// Reservations waiting for room.
+    pub fn waiters(&self) -> usize {
+        self.lock().queue.len()
     }
 
     /// Bytes held by resident reservations.
@@ -243,6 +291,42 @@ mod tests {
         assert_eq!(b.used(), 0);
         assert_eq!(b.peak(), 90);
         assert_eq!(b.reserve(101).unwrap_err(), BudgetError::TooLarge { requested: 101, capacity: 100 });
+    }
+
+    #[test]
+    fn waiters_are_served_by_priority_then_age() {
+        let b = Budget::new(100);
+        let full = b.reserve(90).unwrap();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let wait = |name: &'static str, priority: Priority| {
+            let (b2, order) = (b.clone(), order.clone());
+            let queued = b.waiters();
+            let t = std::thread::spawn(move || {
+                // Each needs more than half the budget, so they take it one at a time.
+                let r = b2.reserve_as(60, priority).unwrap();
+                order.lock().unwrap().push(name);
+                drop(r);
+            });
+            // Queue them in this order.
+            while b.waiters() == queued {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            t
+        };
+        let threads = [
+            wait("low", Priority::Low),
+            wait("normal-1", Priority::Normal),
+            wait("normal-2", Priority::Normal),
+            wait("urgent", Priority::Urgent),
+        ];
+        // Room for one waiter at a time, and nobody jumps the line, even a small request that would fit.
+        assert!(b.try_reserve(5).is_none(), "a waiter is in line");
+        drop(full);
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), ["urgent", "normal-1", "normal-2", "low"]);
+        assert_eq!((b.used(), b.waiters()), (0, 0));
     }
 
     #[test]

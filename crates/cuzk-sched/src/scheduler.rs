@@ -393,13 +393,14 @@ impl<S: Stages> Inner<S> {
             self.timeline.span(work.job.0, work.index, "queued", "queue", work.since);
             self.set_state(part, PartState::Synthesizing);
             let t = Instant::now();
-            let reservation = match self.budget.reserve(self.stages.host_bytes(&work.payload)) {
-                Ok(r) => r,
-                Err(source) => {
-                    self.deliver(part, Err(JobError::Budget { index: work.index, source }));
-                    continue;
-                }
-            };
+            let reservation =
+                match self.budget.reserve_as(self.stages.host_bytes(&work.payload), work.priority) {
+                    Ok(r) => r,
+                    Err(source) => {
+                        self.deliver(part, Err(JobError::Budget { index: work.index, source }));
+                        continue;
+                    }
+                };
             self.timeline.span(work.job.0, work.index, "budget_wait", &lane, t);
             let t = Instant::now();
             let result = guarded("synthesis", || self.stages.synthesize(part, work.payload));

@@ -95,6 +95,30 @@ fn a_priority_worker_starts_urgent_work_at_once_and_never_takes_bulk_work() {
 }
 
 #[test]
+fn an_urgent_partition_takes_the_next_room_in_a_full_budget() {
+    // Room for one partition on the host; three bulk workers, one priority worker.
+    let cfg = Config { partition_workers: 3, priority_workers: 1, host_budget_bytes: 100, ..config(3, 1) };
+    let s = Scheduler::new(stages(30, 1, 1), cfg);
+    let bulk = s.submit(JobId(1), Priority::Normal, None, vec![0; 6]).unwrap();
+    // One bulk partition synthesizes; the other two workers wait for the budget.
+    while s.budget().waiters() < 2 {
+        std::thread::sleep(MS);
+    }
+    let urgent = s.submit(JobId(2), Priority::Urgent, None, vec![7]).unwrap();
+    urgent.wait().unwrap();
+    bulk.wait().unwrap();
+    let spans = s.timeline().spans();
+    let mut synth: Vec<&Span> = spans_of(&spans, "synthesis");
+    synth.sort_by(|a, b| a.start_us.total_cmp(&b.start_us));
+    let order: Vec<(u64, usize)> = synth.iter().map(|s| (s.job, s.partition)).collect();
+    assert_eq!(
+        order[1],
+        (2, 0),
+        "the urgent partition synthesized second, ahead of the waiting bulk ones: {order:?}"
+    );
+}
+
+#[test]
 fn upload_of_the_next_partition_overlaps_the_kernels_of_the_previous() {
     let overlap = |merge: bool| {
         let mut cfg = config(4, 2);
