@@ -14,7 +14,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criteri
 use cuzk_circuits::Synthetic;
 use cuzk_field::{from_device_vec, to_device_vec, DeviceFr, DeviceG1Affine};
 use cuzk_groth16::{
-    prove, Backend, CpuBackend, CpuPoly, MsmScalars, NttKind, PolyBackend, PreparedKey, ProveOptions,
+    prove, Backend, CpuBackend, CpuPoly, MsmScalars, NttKind, PolyBackend, PreparedKey, ProveOptions, G1, G2,
 };
 use cuzk_synth::{synthesize, SynthesisOptions};
 use rand::{rngs::StdRng, SeedableRng};
@@ -94,13 +94,13 @@ fn msm(c: &mut Criterion) {
         let g2: Vec<G2Affine> = random_points::<G2Projective>(n);
         let id = format!("2^{k}");
         g.bench_function(BenchmarkId::new("g1_cuzk_cpu", &id), |b| {
-            b.iter(|| CpuBackend.msm_g1(&g1, MsmScalars::Host(&scalars)))
+            b.iter(|| CpuBackend.msm::<G1>(&g1, MsmScalars::Host(&scalars)))
         });
         g.bench_function(BenchmarkId::new("g1_ark_ec", &id), |b| {
             b.iter(|| G1Projective::msm_bigint(&g1, &bigints))
         });
         g.bench_function(BenchmarkId::new("g2_cuzk_cpu", &id), |b| {
-            b.iter(|| CpuBackend.msm_g2(&g2, MsmScalars::Host(&scalars)))
+            b.iter(|| CpuBackend.msm::<G2>(&g2, MsmScalars::Host(&scalars)))
         });
         g.bench_function(BenchmarkId::new("g2_ark_ec", &id), |b| {
             b.iter(|| G2Projective::msm_bigint(&g2, &bigints))

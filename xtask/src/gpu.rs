@@ -81,7 +81,7 @@ pub(crate) fn bundle(root: &Path) -> Result<(), String> {
             "msm_bench",
         ],
     )?;
-    crate::cargo_in(root, &["build", "-p", "cuzk-service", "--release", "--locked", "--bin", "cuzk"])?;
+    crate::cargo_in(root, &["build", "-p", "cuzk-cli", "--release", "--locked", "--bin", "cuzk"])?;
     let dir = root.join(".gpu-bundle");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;

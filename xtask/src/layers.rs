@@ -1,4 +1,6 @@
-//! Architecture checks: crate layering, and `unsafe` and cudarc confined to the CUDA crate.
+//! Architecture checks: crate layering, `unsafe` and cudarc confined to the CUDA crate, the command
+//! line on the facade and the service only, library files of at most 800 lines, no circles between a
+//! library's modules, and no test-only hooks in a release build of the daemon.
 //!
 //! The layer table below is the one in docs/ARCHITECTURE.md. A crate's normal dependencies must sit
 //! on strictly lower layers; the dev-only test kit is never a normal dependency; a crate not in the
@@ -20,11 +22,24 @@ const LAYERS: &[(&str, u32)] = &[
     ("cuzk-sched", 4),
     ("cuzk", 5),
     ("cuzk-service", 6),
+    ("cuzk-cli", 7),
     // Dev-only helpers and tooling: never normal dependencies of the layers above.
-    ("cuzk-testkit", 7),
-    ("cuzk-benches", 8),
-    ("xtask", 8),
+    ("cuzk-testkit", 8),
+    ("cuzk-benches", 9),
+    ("xtask", 9),
 ];
+
+/// The command line talks to the facade and the service library (and builds the workload circuits),
+/// never to the layers under the facade directly.
+const CLI_CRATE: &str = "cuzk-cli";
+const CLI_MAY_USE: &[&str] = &["cuzk", "cuzk-service", "cuzk-circuits"];
+
+/// The most lines a source file of a library crate may hold.
+const MAX_LIBRARY_FILE_LINES: usize = 800;
+
+/// Features that exist for tests only and must not be on in a release build of the daemon.
+const TEST_ONLY_FEATURES: &[(&str, &str)] =
+    &[("cuzk-cuda", "fault-injection"), ("cuzk-cuda", "bench-kernels")];
 
 /// The only crate allowed `unsafe` code and a dependency on cudarc.
 const CUDA_CRATE: &str = "cuzk-cuda";
@@ -60,7 +75,17 @@ pub(crate) fn check(root: &Path) -> Result<Vec<String>, String> {
         for dep in pkg["dependencies"].as_array().into_iter().flatten() {
             let dep_name = dep["name"].as_str().unwrap_or("?");
             let dev = dep["kind"].as_str() == Some("dev");
-            problems.extend(dependency_problem(name, own, dep_name, names.contains(&dep_name), dev));
+            let in_workspace = names.contains(&dep_name);
+            problems.extend(dependency_problem(name, own, dep_name, in_workspace, dev));
+            if name == CLI_CRATE && in_workspace && !dev && !CLI_MAY_USE.contains(&dep_name) {
+                problems.push(format!(
+                    "`{name}` depends on `{dep_name}`; the command line uses {} only (the facade re-exports the rest)",
+                    CLI_MAY_USE.join(", ")
+                ));
+            }
+        }
+        if is_library(pkg) && !matches!(name, "cuzk-testkit" | "cuzk-benches" | "xtask") {
+            problems.extend(library_problems(root, name, pkg));
         }
         problems.extend(unsafe_problems(
             root.to_str().map(|r| format!("{r}/")).unwrap_or_default().as_str(),
@@ -69,6 +94,57 @@ pub(crate) fn check(root: &Path) -> Result<Vec<String>, String> {
         ));
     }
     Ok(problems)
+}
+
+fn is_library(pkg: &Value) -> bool {
+    pkg["targets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|t| t["kind"].as_array().into_iter().flatten().any(|k| k.as_str() == Some("lib")))
+}
+
+/// The `src/` folder of a package.
+fn src_dir(pkg: &Value) -> Option<std::path::PathBuf> {
+    let manifest = pkg["manifest_path"].as_str()?;
+    Some(Path::new(manifest).parent()?.join("src"))
+}
+
+/// Every `.rs` file under `dir`, sorted.
+pub(crate) fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A library's files over [`MAX_LIBRARY_FILE_LINES`], and circles between its top-level modules.
+fn library_problems(root: &Path, name: &str, pkg: &Value) -> Vec<String> {
+    let Some(src) = src_dir(pkg) else { return vec![format!("`{name}`: no src folder")] };
+    let mut problems = Vec::new();
+    let files = rust_files(&src);
+    for f in &files {
+        let lines = std::fs::read_to_string(f).map(|t| t.lines().count()).unwrap_or(0);
+        if lines > MAX_LIBRARY_FILE_LINES {
+            let shown = f.strip_prefix(root).unwrap_or(f).display().to_string();
+            problems.push(format!(
+                "`{name}`: {shown} has {lines} lines, more than {MAX_LIBRARY_FILE_LINES}: split it by what it does"
+            ));
+        }
+    }
+    problems.extend(crate::modules::circles(name, &src));
+    problems
 }
 
 /// The rule for one dependency edge `name -> dep`.
@@ -114,6 +190,41 @@ fn unsafe_problems(root: &str, name: &str, pkg: &Value) -> Vec<String> {
     problems
 }
 
+/// Test-only features that a release build of the daemon (`cuzk-cli`, normal dependencies only)
+/// would switch on.
+pub(crate) fn release_feature_problems(root: &Path) -> Result<Vec<String>, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["tree", "-p", CLI_CRATE, "-e", "normal", "--prefix", "none", "--locked", "-f", "{p} [{f}]"])
+        .current_dir(root)
+        .output()
+        .map_err(|e| format!("cannot run cargo tree: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("cargo tree failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(test_only_features(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The test-only features on in a `cargo tree -f "{p} [{f}]"` listing.
+fn test_only_features(tree: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    for line in tree.lines() {
+        let Some((package, rest)) = line.split_once(' ') else { continue };
+        let features = rest.rsplit_once('[').and_then(|(_, f)| f.split_once(']')).map_or("", |(f, _)| f);
+        for (crate_name, feature) in TEST_ONLY_FEATURES {
+            if package == *crate_name && features.split(',').any(|f| f.trim() == *feature) {
+                let problem = format!(
+                    "a release build of `{CLI_CRATE}` turns on `{crate_name}/{feature}`, a test-only hook"
+                );
+                if !problems.contains(&problem) {
+                    problems.push(problem);
+                }
+            }
+        }
+    }
+    problems
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +238,15 @@ mod tests {
             dependency_problem("cuzk-synth", 1, "cuzk-groth16", true, true).is_none(),
             "dev edges are free"
         );
+    }
+
+    #[test]
+    fn test_only_features_in_a_release_tree_are_found() {
+        let clean = "cuzk-cli v0.1.0 (/x) []\ncuzk-cuda v0.1.0 (/x/crates/cuzk-cuda) []\n";
+        assert!(test_only_features(clean).is_empty());
+        let hooked = "cuzk-cuda v0.1.0 (/x/crates/cuzk-cuda) [bench-kernels,fault-injection]\n";
+        assert_eq!(test_only_features(hooked).len(), 2);
+        assert!(test_only_features("cuzk-field v0.1.0 (/x) [fault-injection]\n").is_empty());
     }
 
     #[test]

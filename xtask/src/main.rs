@@ -2,7 +2,8 @@
 //!
 //! - `test`: the whole CPU suite (unit, integration, property and doc tests) of every crate.
 //! - `lint`: rustfmt, clippy with `-D warnings`, and the architecture checks (crate layering,
-//!   `unsafe` confined to the CUDA crate, cudarc confined to it).
+//!   `unsafe` and cudarc confined to the CUDA crate, the CLI on the facade and the service only,
+//!   library files of at most 800 lines, no module circles, no test-only hooks in a release build).
 //! - `bench [ARGS]`: the criterion benches of every layer; ARGS go to criterion (e.g. a filter).
 //! - `ptx [--check]`: generate the kernel constants header and compile `kernels/` to PTX.
 //! - `gpu-test`: the GPU suite on this machine (fails without a GPU); `bundle`: GPU binaries and a run
@@ -15,6 +16,7 @@ use std::process::{Command, ExitCode};
 
 mod gpu;
 mod layers;
+mod modules;
 mod ptx;
 
 fn main() -> ExitCode {
@@ -95,7 +97,8 @@ fn lint() -> Result<(), String> {
         "-D",
         "warnings",
     ])?;
-    let problems = layers::check(&root())?;
+    let mut problems = layers::check(&root())?;
+    problems.extend(layers::release_feature_problems(&root())?);
     if problems.is_empty() {
         eprintln!("xtask: architecture checks passed");
         Ok(())

@@ -21,7 +21,8 @@ use std::time::Instant;
 use ark_bls12_381::{Fr, G1Projective, G2Projective};
 use ark_ec::{CurveGroup, VariableBaseMSM};
 use ark_ff::{One, UniformRand, Zero};
-use cuzk_cuda::msm::{self, MsmCurve, Plan, Probe, G1, G2};
+use cuzk_cuda::msm::{self, Curve, Plan, G1, G2};
+use cuzk_cuda::profile::Probe;
 use cuzk_cuda::{CudaBackend, CudaError, GpuFr, MsmConfig, Residency};
 use cuzk_field::{to_device_vec, DeviceFr};
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -90,7 +91,7 @@ struct Sweep {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run<C: MsmCurve>(
+fn run<C: Curve>(
     b: &CudaBackend,
     log_n: u32,
     ark_max: u32,

@@ -4,6 +4,7 @@
 use ark_bls12_381::Fr;
 use ark_ff::UniformRand;
 use cuzk_cuda::kernels::{self, Decimation, ScaleAt};
+use cuzk_cuda::profile::Probe;
 use cuzk_cuda::{ntt, CudaBackend, CudaError, GpuFr};
 use cuzk_field::{DeviceFr, DeviceRepr};
 use cuzk_groth16::NttKind;
@@ -43,9 +44,9 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
     let mut y = gpu.upload(s, &host)?;
     let mut z = gpu.upload(s, &host)?;
     let zinv = GpuFr(DeviceFr::from_ark(&Fr::from(5u64)));
-    let wm = time(b, || ntt::witness_map(gpu, s, &t, &mut x, &mut y, &mut z, zinv))?;
+    let wm = time(b, || ntt::witness_map(gpu, s, &t, &mut x, &mut y, &mut z, zinv, &mut Probe::default()))?;
     println!("2^{log_n}: witness map transforms {wm:.3} ms");
-    let br = time(b, || kernels::bit_reverse(gpu, s, &mut x, log_n, None))?;
+    let br = time(b, || kernels::bit_reverse(gpu, s, &mut x, log_n, None, &mut Probe::default()))?;
     let one = GpuFr(DeviceFr::from_ark(&Fr::from(3u64)));
     let brs = time(b, || {
         kernels::bit_reverse(
@@ -54,12 +55,15 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
             &mut x,
             log_n,
             Some(ScaleAt::Destination(one, Some(t.coset_powers(true)))),
+            &mut Probe::default(),
         )
     })?;
     println!("  bit reverse {br:.3} ms, with coset scaling {brs:.3} ms");
     for dec in [Decimation::Time, Decimation::Frequency] {
         for (s0, k) in ntt::passes(log_n) {
-            let ms = time(b, || kernels::ntt_pass(gpu, s, &mut x, t.twiddles(false), log_n, s0, k, dec))?;
+            let ms = time(b, || {
+                kernels::ntt_pass(gpu, s, &mut x, t.twiddles(false), log_n, s0, k, dec, &mut Probe::default())
+            })?;
             println!(
                 "  {dec:?} pass s0={s0:2} k={k:2}: {ms:.3} ms ({:.1} ns per butterfly-stage)",
                 ms * 1e6 / (k as f64 * (n / 2) as f64)
@@ -69,10 +73,30 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
     for k in [1u32, 4, 6, 8, 9] {
         if k <= log_n {
             let first = time(b, || {
-                kernels::ntt_pass(gpu, s, &mut x, t.twiddles(false), log_n, 0, k, Decimation::Time)
+                kernels::ntt_pass(
+                    gpu,
+                    s,
+                    &mut x,
+                    t.twiddles(false),
+                    log_n,
+                    0,
+                    k,
+                    Decimation::Time,
+                    &mut Probe::default(),
+                )
             })?;
             let last = time(b, || {
-                kernels::ntt_pass(gpu, s, &mut x, t.twiddles(false), log_n, log_n - k, k, Decimation::Time)
+                kernels::ntt_pass(
+                    gpu,
+                    s,
+                    &mut x,
+                    t.twiddles(false),
+                    log_n,
+                    log_n - k,
+                    k,
+                    Decimation::Time,
+                    &mut Probe::default(),
+                )
             })?;
             let per = |ms: f64| ms * 1e6 / (k as f64 * (n / 2) as f64);
             println!(
@@ -82,9 +106,13 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
             );
         }
     }
-    let sc = time(b, || kernels::scale(gpu, s, &mut x, one, None, false))?;
-    let scp = time(b, || kernels::scale(gpu, s, &mut x, one, Some(t.coset_powers(true)), false))?;
-    let scr = time(b, || kernels::scale(gpu, s, &mut x, one, Some(t.coset_powers(true)), true))?;
+    let sc = time(b, || kernels::scale(gpu, s, &mut x, one, None, false, &mut Probe::default()))?;
+    let scp = time(b, || {
+        kernels::scale(gpu, s, &mut x, one, Some(t.coset_powers(true)), false, &mut Probe::default())
+    })?;
+    let scr = time(b, || {
+        kernels::scale(gpu, s, &mut x, one, Some(t.coset_powers(true)), true, &mut Probe::default())
+    })?;
     println!("  scale {sc:.3} ms, with powers {scp:.3} ms, bit-reversed powers {scr:.3} ms");
     Ok(())
 }

@@ -1,22 +1,46 @@
-//! The CUDA backend: polynomials in device memory, the NTT family and the quotient step on the GPU.
+//! The CUDA backend on one GPU: the prover's backend traits over device memory, so
+//! `cuzk_groth16::prove` runs on the GPU end to end.
+//!
+//! A proof's `a`, `b`, `c` are converted into pooled pinned staging buffers (on a few threads of the
+//! backend's own, as the global pool is busy synthesizing) and uploaded on the copy stream
+//! (`polys_from_host`) into buffers from the device's [`Arena`]; the assignment `z` is uploaded the
+//! same way once per proof (`scalars_from_host`) and the A, B and L MSMs read ranges of it. The compute
+//! stream waits for those copies' events (`await_uploads`) before the witness map's device timer
+//! starts, so stage times are kernel times; the upload is timed apart on the copy stream, from the
+//! start of staging to the last copy. `h` stays on the device for its MSM.
+//!
+//! Each timed stage of a proof gets a device timer (events on the compute stream) holding an enabled
+//! [`Probe`]; the prover passes the timer back to the timed operations (`witness_map_timed`,
+//! `msm_deferred`), which time their kernels into it, so a stage's report splits into steps. MSMs are
+//! queued and collected later (`msm_deferred`), so the prover queues the next MSM's kernels before the
+//! host combines this one's window sums.
+//!
+//! [`CudaBackend::reserve_partition_slots`] allocates the arena's slots (and one partition's pinned
+//! staging) up front, as many as free memory allows after a reserve for the MSMs, and fails with a
+//! clear error when not even one fits; [`CudaBackend::reserve_msm_workspace`] fills the MSMs' scratch
+//! shelves for a key's five MSMs. With the `fault-injection` feature, `inject_fault_after` fails a
+//! chosen device operation once, for tests of the error path.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+#[cfg(feature = "fault-injection")]
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
-use ark_ec::AffineRepr;
+use ark_bls12_381::Fr;
 use ark_ff::Zero;
 use cudarc::driver::{CudaSlice, CudaView, DevicePtr, PinnedHostSlice};
-use cuzk_field::{from_device_vec, to_device_vec, DeviceFr, DeviceRepr};
+use cuzk_field::{from_device_vec, to_device_vec, Affine, Curve, DeviceFr, DeviceRepr, Projective, G1, G2};
 use cuzk_groth16::{
-    Backend, BackendError, Bases, Deferred, DeviceTimer, MsmScalars, NttKind, PolyBackend, PreparedKey,
+    Backend, BackendError, Bases, Deferred, DeviceBackend, DeviceTimer, MsmScalars, NttKind, PolyBackend,
+    PreparedKey, Timing,
 };
 use rayon::prelude::*;
 
 use crate::arena::{self, Arena, ArenaBuffer};
-use crate::msm::{self, MsmBases, MsmConfig, MsmCurve, Points, G1, G2};
+use crate::msm::{self, GpuBases, MsmConfig, Residency, MSM_RESERVE};
 use crate::ntt::{self, NttTables, MAX_LOG_N};
+use crate::profile::Probe;
 use crate::{kernels, CudaError, DriverContext, Gpu, GpuFr};
 
 /// A polynomial resident in device memory.
@@ -42,82 +66,15 @@ impl GpuPoly {
     }
 }
 
-/// Where [`CudaBackend::upload_bases_to`] keeps bases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Residency {
-    /// Device memory when they fit (with a reserve for the MSM's own buffers), else pinned host memory.
-    Auto,
-    /// Device memory; an error when they do not fit.
-    Device,
-    /// Pinned host memory, streamed to the device batch by batch.
-    Host,
-}
-
-#[derive(Debug)]
-enum Stored<A> {
-    Device(CudaSlice<A>),
-    Host(PinnedHostSlice<A>),
-}
-
-/// MSM bases as the device uses them: in device memory (or pinned host memory when they do not fit),
-/// with the points at infinity dropped when they are many, and a selection saying which scalar each
-/// kept point takes.
-#[derive(Debug)]
-pub struct GpuBases<C: MsmCurve> {
-    points: Stored<C::Affine>,
-    select: Option<CudaSlice<u32>>,
-    /// Points kept (the buffers hold one placeholder when none are).
-    kept: usize,
-    /// Bases given, and scalars an MSM takes.
-    len: usize,
-}
-
-impl<C: MsmCurve> GpuBases<C> {
-    /// The bases as the MSM takes them.
-    pub fn msm_bases(&self) -> MsmBases<'_, C> {
-        let points = match &self.points {
-            Stored::Device(p) => Points::Device(p),
-            Stored::Host(p) => Points::Host(p),
-        };
-        if self.kept == 0 {
-            return MsmBases::none(points, self.len);
-        }
-        match &self.select {
-            Some(select) => MsmBases::selected(points, select, self.len),
-            None => match &self.points {
-                Stored::Device(p) => MsmBases::device(p),
-                Stored::Host(p) => MsmBases::host(p),
-            },
-        }
-    }
-
-    /// Whether the points are in device memory (otherwise pinned host memory).
-    pub fn is_resident(&self) -> bool {
-        matches!(self.points, Stored::Device(_))
-    }
-
-    /// Points kept (the bases less the points at infinity, when those were dropped).
-    pub fn kept(&self) -> usize {
-        self.kept
-    }
-}
-
-impl<C: MsmCurve> Bases for GpuBases<C> {
+impl<C: Curve> Bases for GpuBases<C> {
     fn len(&self) -> usize {
-        self.len
+        GpuBases::len(self)
     }
 
     fn host_bytes(&self) -> u64 {
-        match &self.points {
-            Stored::Host(p) => (p.len() * std::mem::size_of::<C::Affine>()) as u64,
-            Stored::Device(_) => 0,
-        }
+        GpuBases::host_bytes(self)
     }
 }
-
-/// Device memory left free for an MSM's own buffers when deciding where bases go (bucket entries of a
-/// 2^24-point batch alone take 1 GiB).
-const MSM_RESERVE: usize = 6 << 30;
 
 /// The CUDA backend on one GPU.
 pub struct CudaBackend {
@@ -132,6 +89,7 @@ pub struct CudaBackend {
     /// Staging buffers kept between proofs.
     staging_keep: AtomicUsize,
     /// Device operations left before an injected failure; `u64::MAX` for none.
+    #[cfg(feature = "fault-injection")]
     fault: AtomicU64,
 }
 
@@ -180,18 +138,28 @@ impl CudaBackend {
             staging: Mutex::new(Vec::new()),
             arena: Arc::new(Arena::default()),
             staging_keep: AtomicUsize::new(KEPT_STAGING),
+            #[cfg(feature = "fault-injection")]
             fault: AtomicU64::new(u64::MAX),
         })
     }
 
     /// Makes the device operation after the next `ops` ones (polynomial uploads, NTT calls, the witness
     /// map, MSMs) fail with [`CudaError::Injected`], once, to test how callers handle a CUDA failure in
-    /// the middle of a proof. `None` cancels a pending failure.
+    /// the middle of a proof. `None` cancels a pending failure. Only with the `fault-injection` feature
+    /// (the GPU suite's); without it no device operation counts or checks anything.
+    #[cfg(feature = "fault-injection")]
     pub fn inject_fault_after(&self, ops: Option<u64>) {
         self.fault.store(ops.unwrap_or(u64::MAX), Ordering::SeqCst);
     }
 
+    /// Counts one device operation (without fault injection, nothing to count).
+    #[cfg(not(feature = "fault-injection"))]
+    fn step(&self, _op: &'static str) -> Result<(), CudaError> {
+        Ok(())
+    }
+
     /// Counts one device operation; fails it when an injected failure is due.
+    #[cfg(feature = "fault-injection")]
     fn step(&self, op: &'static str) -> Result<(), CudaError> {
         let due = self
             .fault
@@ -208,21 +176,19 @@ impl CudaBackend {
         }
     }
 
-    /// An MSM on host scalars or on a range of a device polynomial, its kernels queued; the result
-    /// is collected by `finish` on the returned value.
-    fn msm_scalars<C: MsmCurve>(
+    /// An MSM on host scalars or on a range of a device polynomial, its kernels queued (and timed into
+    /// `probe`); the result is collected by `finish` on the returned value.
+    fn msm_scalars<C: Curve>(
         &self,
-        op: &'static str,
         bases: &GpuBases<C>,
         scalars: MsmScalars<'_, GpuPoly>,
+        probe: &mut Probe,
     ) -> Result<msm::PendingMsm<'_, C>, BackendError> {
+        let op = C::MSM;
         self.step(op).map_err(device(op))?;
         BackendError::expect_len(op, bases.len(), scalars.len())?;
-        let start = |s: &CudaView<'_, GpuFr>| {
-            msm::Probe::with_active(|probe| {
-                msm::msm_start::<C>(&self.gpu, &bases.msm_bases(), s, &self.msm, probe)
-            })
-            .map_err(device(op))
+        let mut start = |s: &CudaView<'_, GpuFr>| {
+            msm::msm_start::<C>(&self.gpu, &bases.msm_bases(), s, &self.msm, probe).map_err(device(op))
         };
         match scalars {
             MsmScalars::Host(s) => {
@@ -235,17 +201,6 @@ impl CudaBackend {
                 start(&poly.buf.slice(range))
             }
         }
-    }
-
-    /// [`CudaBackend::msm_scalars`] as a [`Deferred`] result.
-    fn msm_deferred<C: MsmCurve>(
-        &self,
-        op: &'static str,
-        bases: &GpuBases<C>,
-        scalars: MsmScalars<'_, GpuPoly>,
-    ) -> Result<Deferred<'_, ark_ec::short_weierstrass::Projective<C::Config>>, BackendError> {
-        let pending = self.msm_scalars(op, bases, scalars)?;
-        Ok(Deferred::Pending(Box::new(move || pending.finish().map_err(device(op)))))
     }
 
     /// Uploads several polynomials of `size` elements: each is converted into a pinned staging buffer
@@ -342,7 +297,7 @@ impl CudaBackend {
         let g2 = key.g2_bases();
         let longest = g1.iter().map(|b| b.msm_bases().scalars()).chain([g2.msm_bases().scalars()]).max();
         let zeros = self.gpu.zeros::<GpuFr>(self.gpu.compute_stream(), longest.unwrap_or(1))?;
-        let mut probe = msm::Probe::default();
+        let mut probe = Probe::default();
         for _round in 0..crate::scratch::SPARE {
             let mut g1_pending = Vec::with_capacity(g1.len());
             for b in g1 {
@@ -418,70 +373,29 @@ impl CudaBackend {
     }
 
     /// Converts MSM bases and keeps them where they fit ([`Residency::Auto`]).
-    pub fn upload_bases<C: MsmCurve>(
-        &self,
-        bases: &[ark_ec::short_weierstrass::Affine<C::Config>],
-    ) -> Result<GpuBases<C>, CudaError> {
+    pub fn upload_bases<C: Curve>(&self, bases: &[Affine<C>]) -> Result<GpuBases<C>, CudaError> {
         self.upload_bases_to(bases, Residency::Auto)
     }
 
     /// Converts MSM bases and keeps them as `residency` says. When at least an eighth of them are
     /// points at infinity (the parts of a Groth16 key for variables a query does not use), only the
     /// others are kept, with a selection of their scalars: the MSM neither stores nor sorts the rest.
-    pub fn upload_bases_to<C: MsmCurve>(
+    pub fn upload_bases_to<C: Curve>(
         &self,
-        bases: &[ark_ec::short_weierstrass::Affine<C::Config>],
+        bases: &[Affine<C>],
         residency: Residency,
     ) -> Result<GpuBases<C>, CudaError> {
-        let len = bases.len();
-        if u32::try_from(len).is_err() {
-            return Err(CudaError::Size {
-                op: "upload_bases",
-                size: len,
-                reason: "more than 2^32 - 1 bases",
-            });
-        }
-        let identities = bases.par_iter().filter(|p| p.is_zero()).count();
-        let (host, select): (Vec<C::Affine>, Option<Vec<u32>>) = if identities > 0 && identities >= len / 8 {
-            let kept: Vec<u32> = (0..len as u32).filter(|&i| !bases[i as usize].is_zero()).collect();
-            (kept.par_iter().map(|&i| C::from_ark(&bases[i as usize])).collect(), Some(kept))
-        } else {
-            (bases.par_iter().map(C::from_ark).collect(), None)
-        };
-        let stream = self.gpu.compute_stream();
-        let kept = host.len();
-        if kept == 0 {
-            let points = Stored::Device(self.gpu.zeros(stream, 1)?);
-            return Ok(GpuBases { points, select: None, kept, len });
-        }
-        let select = select.map(|s| self.gpu.upload(stream, &s)).transpose()?;
-        let bytes = std::mem::size_of_val(host.as_slice());
-        let on_device = match residency {
-            Residency::Device => true,
-            Residency::Host => false,
-            Residency::Auto => {
-                let (free, _) = self.gpu.memory()?;
-                bytes.saturating_add(MSM_RESERVE) <= free
-            }
-        };
-        let points = if on_device {
-            Stored::Device(self.gpu.upload(stream, &host)?)
-        } else {
-            let mut pinned = self.gpu.pinned::<C::Affine>(host.len(), false)?;
-            pinned.as_mut_slice().during("filling pinned bases")?.copy_from_slice(&host);
-            Stored::Host(pinned)
-        };
-        Ok(GpuBases { points, select, kept, len })
+        msm::upload_bases(&self.gpu, bases, residency)
     }
 
     /// `Σ scalars[i]·bases[i]` with scalars from the host.
-    pub fn msm_host<C: MsmCurve>(
+    pub fn msm_host<C: Curve>(
         &self,
         bases: &GpuBases<C>,
         scalars: &[Fr],
-    ) -> Result<ark_ec::short_weierstrass::Projective<C::Config>, CudaError> {
-        if scalars.len() != bases.len {
-            return Err(CudaError::Length { op: "msm", expected: bases.len, got: scalars.len() });
+    ) -> Result<Projective<C>, CudaError> {
+        if scalars.len() != bases.len() {
+            return Err(CudaError::Length { op: "msm", expected: bases.len(), got: scalars.len() });
         }
         let dev = self.scalars_to_device(scalars)?;
         msm::msm::<C>(&self.gpu, &bases.msm_bases(), &dev.slice(..), &self.msm)
@@ -539,27 +453,22 @@ impl CudaBackend {
     }
 }
 
-/// Events on the compute stream around a stretch of the backend's work. Every operation of the
-/// backend ends on the compute stream (uploads and sorting on other streams are waited for there), so
-/// the span covers it all.
+/// Events on the compute stream around a stretch of the backend's work, and (for a stage of a proof)
+/// the probe its kernels are timed into. Every operation of the backend ends on the compute stream
+/// (uploads and sorting on other streams are waited for there), so the span covers it all.
 struct StageTimer {
     timer: crate::Timer,
     stream: Arc<cudarc::driver::CudaStream>,
-    /// Whether this timer's stretch times its kernels (the thread's active probe).
-    probes: bool,
-    probe: Option<msm::Probe>,
+    probe: Probe,
 }
 
 impl DeviceTimer for StageTimer {
     fn stop(&mut self) -> Result<(), BackendError> {
-        if self.probes {
-            self.probe = msm::Probe::deactivate();
-        }
         self.timer.stop(&self.stream).map_err(device("device_timer"))
     }
 
     fn steps(&self) -> Result<Vec<(&'static str, std::time::Duration)>, BackendError> {
-        self.probe.as_ref().map_or(Ok(Vec::new()), |p| p.steps().map_err(device("device_timer")))
+        self.probe.steps().map_err(device("device_timer"))
     }
 
     fn elapsed(&self) -> Result<std::time::Duration, BackendError> {
@@ -568,40 +477,31 @@ impl DeviceTimer for StageTimer {
     }
 }
 
+impl CudaBackend {
+    /// A timer on `stream` from now on, its kernels timed into `probe`.
+    fn stage_timer(
+        &self,
+        stream: &Arc<cudarc::driver::CudaStream>,
+        probe: Probe,
+        op: &'static str,
+    ) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
+        let timer = self.gpu.timer().map_err(device(op))?;
+        timer.start(stream).map_err(device(op))?;
+        Ok(Some(Box::new(StageTimer { timer, stream: stream.clone(), probe })))
+    }
+}
+
+/// The probe of the stage a timed operation runs in: this backend's own timer's, if it is one.
+fn probe_of(timer: Timing<'_>) -> Option<&mut Probe> {
+    let timer: &mut dyn std::any::Any = timer?;
+    timer.downcast_mut::<StageTimer>().map(|t| &mut t.probe)
+}
+
 impl PolyBackend for CudaBackend {
     type Poly = GpuPoly;
 
     fn name(&self) -> &'static str {
         "cuda"
-    }
-
-    fn device_timer(&self) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
-        let stream = self.gpu.compute_stream().clone();
-        let timer = self.gpu.timer().map_err(device("device_timer"))?;
-        timer.start(&stream).map_err(device("device_timer"))?;
-        // The MSMs and NTTs this thread issues until `stop` time their kernels too.
-        msm::Probe::activate();
-        Ok(Some(Box::new(StageTimer { timer, stream, probes: true, probe: None })))
-    }
-
-    fn upload_timer(&self) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
-        let stream = self.gpu.copy_stream().clone();
-        let timer = self.gpu.timer().map_err(device("upload_timer"))?;
-        timer.start(&stream).map_err(device("upload_timer"))?;
-        Ok(Some(Box::new(StageTimer { timer, stream, probes: false, probe: None })))
-    }
-
-    fn await_uploads(&self, polys: &[&GpuPoly]) -> Result<(), BackendError> {
-        let stream = self.gpu.compute_stream();
-        for p in polys {
-            // Taking the pointer for the compute stream makes that stream wait for the buffer's last
-            // write (its upload on the copy stream); nothing is launched.
-            let (_, _read) = p.buf.device_ptr(stream);
-        }
-        self.gpu
-            .context()
-            .check_err()
-            .map_err(|e| device("await_uploads")(CudaError::Driver { op: "waiting for uploads", source: e }))
     }
 
     fn poly_from_host(&self, values: &[Fr], size: usize) -> Result<GpuPoly, BackendError> {
@@ -621,30 +521,6 @@ impl PolyBackend for CudaBackend {
         }
         self.step("poly_from_host").map_err(device("poly_from_host"))?;
         self.upload_poly(values, size).map_err(device("poly_from_host"))
-    }
-
-    fn scalars_from_host(&self, scalars: &[Fr]) -> Result<Option<GpuPoly>, BackendError> {
-        if scalars.is_empty() {
-            return Ok(None);
-        }
-        self.step("scalars_from_host").map_err(device("scalars_from_host"))?;
-        let mut polys = self.upload_polys(&[scalars], scalars.len()).map_err(device("scalars_from_host"))?;
-        Ok(polys.pop())
-    }
-
-    fn polys_from_host(&self, values: &[&[Fr]], size: usize) -> Result<Vec<GpuPoly>, BackendError> {
-        if !size.is_power_of_two() || size > 1 << MAX_LOG_N {
-            return Err(BackendError::UnsupportedSize {
-                op: "polys_from_host",
-                size,
-                reason: "not a power of two up to 2^28",
-            });
-        }
-        if let Some(v) = values.iter().find(|v| v.len() > size) {
-            return Err(BackendError::LengthMismatch { op: "polys_from_host", expected: size, got: v.len() });
-        }
-        self.step("polys_from_host").map_err(device("polys_from_host"))?;
-        self.upload_polys(values, size).map_err(device("polys_from_host"))
     }
 
     fn poly_to_host(&self, poly: &GpuPoly) -> Result<Vec<Fr>, BackendError> {
@@ -680,7 +556,8 @@ impl PolyBackend for CudaBackend {
         BackendError::expect_len("quotient", a.len(), b.len())?;
         BackendError::expect_len("quotient", a.len(), c.len())?;
         let stream = self.gpu.compute_stream();
-        kernels::quotient(&self.gpu, stream, &mut a.buf, &b.buf, &c.buf, GpuFr(DeviceFr::from_ark(&z_inv)))
+        let z_inv = GpuFr(DeviceFr::from_ark(&z_inv));
+        kernels::quotient(&self.gpu, stream, &mut a.buf, &b.buf, &c.buf, z_inv, &mut Probe::default())
             .map_err(device("quotient"))
     }
 
@@ -690,6 +567,21 @@ impl PolyBackend for CudaBackend {
         b: &mut GpuPoly,
         c: &mut GpuPoly,
         z_inv: Fr,
+    ) -> Result<(), BackendError> {
+        self.witness_map_probed(a, b, c, z_inv, &mut Probe::default())
+    }
+}
+
+impl CudaBackend {
+    /// The witness map's transforms (see [`PolyBackend::witness_map_polys`]), each kernel timed into
+    /// `probe`.
+    fn witness_map_probed(
+        &self,
+        a: &mut GpuPoly,
+        b: &mut GpuPoly,
+        c: &mut GpuPoly,
+        z_inv: Fr,
+        probe: &mut Probe,
     ) -> Result<(), BackendError> {
         self.step("witness_map").map_err(device("witness_map"))?;
         let n = a.len();
@@ -705,52 +597,102 @@ impl PolyBackend for CudaBackend {
         let tables = self.tables(n.trailing_zeros()).map_err(device("witness_map"))?;
         let z_inv = GpuFr(DeviceFr::from_ark(&z_inv));
         let stream = self.gpu.compute_stream();
-        ntt::witness_map(&self.gpu, stream, &tables, &mut a.buf, &mut b.buf, &mut c.buf, z_inv)
+        ntt::witness_map(&self.gpu, stream, &tables, &mut a.buf, &mut b.buf, &mut c.buf, z_inv, probe)
             .map_err(device("witness_map"))
     }
 }
 
 impl Backend for CudaBackend {
-    type G1Bases = GpuBases<G1>;
-    type G2Bases = GpuBases<G2>;
+    type Bases<C: Curve> = GpuBases<C>;
 
-    fn load_g1_bases(&self, bases: Vec<G1Affine>) -> Result<GpuBases<G1>, BackendError> {
-        self.upload_bases::<G1>(&bases).map_err(device("load_g1_bases"))
+    fn load_bases<C: Curve>(&self, bases: Vec<Affine<C>>) -> Result<GpuBases<C>, BackendError> {
+        let op = match C::ID {
+            cuzk_field::CurveId::G1 => "load_g1_bases",
+            cuzk_field::CurveId::G2 => "load_g2_bases",
+        };
+        self.upload_bases::<C>(&bases).map_err(device(op))
     }
 
-    fn load_g2_bases(&self, bases: Vec<G2Affine>) -> Result<GpuBases<G2>, BackendError> {
-        self.upload_bases::<G2>(&bases).map_err(device("load_g2_bases"))
-    }
-
-    fn msm_g1(
+    fn msm<C: Curve>(
         &self,
-        bases: &GpuBases<G1>,
+        bases: &GpuBases<C>,
         scalars: MsmScalars<'_, GpuPoly>,
-    ) -> Result<G1Projective, BackendError> {
-        self.msm_scalars("msm_g1", bases, scalars)?.finish().map_err(device("msm_g1"))
+    ) -> Result<Projective<C>, BackendError> {
+        self.msm_scalars(bases, scalars, &mut Probe::default())?.finish().map_err(device(C::MSM))
+    }
+}
+
+impl DeviceBackend for CudaBackend {
+    fn device_timer(&self) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
+        // The MSMs and NTTs issued under this timer time their kernels too (see `probe_of`).
+        self.stage_timer(self.gpu.compute_stream(), Probe::enabled(), "device_timer")
     }
 
-    fn msm_g2(
-        &self,
-        bases: &GpuBases<G2>,
-        scalars: MsmScalars<'_, GpuPoly>,
-    ) -> Result<G2Projective, BackendError> {
-        self.msm_scalars("msm_g2", bases, scalars)?.finish().map_err(device("msm_g2"))
+    fn upload_timer(&self) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
+        self.stage_timer(self.gpu.copy_stream(), Probe::default(), "upload_timer")
     }
 
-    fn msm_g1_deferred(
-        &self,
-        bases: &GpuBases<G1>,
-        scalars: MsmScalars<'_, GpuPoly>,
-    ) -> Result<Deferred<'_, G1Projective>, BackendError> {
-        self.msm_deferred("msm_g1", bases, scalars)
+    fn await_uploads(&self, polys: &[&GpuPoly]) -> Result<(), BackendError> {
+        let stream = self.gpu.compute_stream();
+        for p in polys {
+            // Taking the pointer for the compute stream makes that stream wait for the buffer's last
+            // write (its upload on the copy stream); nothing is launched.
+            let (_, _read) = p.buf.device_ptr(stream);
+        }
+        self.gpu
+            .context()
+            .check_err()
+            .map_err(|e| device("await_uploads")(CudaError::Driver { op: "waiting for uploads", source: e }))
     }
 
-    fn msm_g2_deferred(
+    fn scalars_from_host(&self, scalars: &[Fr]) -> Result<Option<GpuPoly>, BackendError> {
+        if scalars.is_empty() {
+            return Ok(None);
+        }
+        self.step("scalars_from_host").map_err(device("scalars_from_host"))?;
+        let mut polys = self.upload_polys(&[scalars], scalars.len()).map_err(device("scalars_from_host"))?;
+        Ok(polys.pop())
+    }
+
+    fn polys_from_host(&self, values: &[&[Fr]], size: usize) -> Result<Vec<GpuPoly>, BackendError> {
+        if !size.is_power_of_two() || size > 1 << MAX_LOG_N {
+            return Err(BackendError::UnsupportedSize {
+                op: "polys_from_host",
+                size,
+                reason: "not a power of two up to 2^28",
+            });
+        }
+        if let Some(v) = values.iter().find(|v| v.len() > size) {
+            return Err(BackendError::LengthMismatch { op: "polys_from_host", expected: size, got: v.len() });
+        }
+        self.step("polys_from_host").map_err(device("polys_from_host"))?;
+        self.upload_polys(values, size).map_err(device("polys_from_host"))
+    }
+
+    fn witness_map_timed(
         &self,
-        bases: &GpuBases<G2>,
+        a: &mut GpuPoly,
+        b: &mut GpuPoly,
+        c: &mut GpuPoly,
+        z_inv: Fr,
+        timer: Timing<'_>,
+    ) -> Result<(), BackendError> {
+        match probe_of(timer) {
+            Some(probe) => self.witness_map_probed(a, b, c, z_inv, probe),
+            None => self.witness_map_probed(a, b, c, z_inv, &mut Probe::default()),
+        }
+    }
+
+    fn msm_deferred<C: Curve>(
+        &self,
+        bases: &GpuBases<C>,
         scalars: MsmScalars<'_, GpuPoly>,
-    ) -> Result<Deferred<'_, G2Projective>, BackendError> {
-        self.msm_deferred("msm_g2", bases, scalars)
+        timer: Timing<'_>,
+    ) -> Result<Deferred<'_, Projective<C>>, BackendError> {
+        let pending = match probe_of(timer) {
+            Some(probe) => self.msm_scalars(bases, scalars, probe)?,
+            None => self.msm_scalars(bases, scalars, &mut Probe::default())?,
+        };
+        Ok(Deferred::Pending(Box::new(move || pending.finish().map_err(device(C::MSM)))))
     }
 }

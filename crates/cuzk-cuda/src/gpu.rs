@@ -1,52 +1,19 @@
 //! Devices, streams, buffers and timing.
+//!
+//! A [`Gpu`] owns one device's context and streams, its loaded kernel modules, a pool of pinned result
+//! buffers and the MSMs' scratch shelves; it knows nothing of what the kernels compute.
 
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{
-    sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr,
-    PinnedHostSlice, ValidAsZeroBits,
+    sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice, ValidAsZeroBits,
 };
-use cudarc::nvrtc::Ptx;
-use cuzk_field::{DeviceFq, DeviceFq2, DeviceFr};
 
-use crate::msm::{CurveKernels, MsmKernels};
+#[cfg(feature = "bench-kernels")]
+use crate::modules::FieldKernels;
+use crate::modules::{MsmKernels, NttKernels};
 use crate::scratch::Scratch;
-use crate::{CudaError, DriverContext};
-
-/// An Fr element as the kernels see it (Montgomery limbs; see `cuzk_field::DeviceFr`).
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GpuFr(pub DeviceFr);
-/// An Fq element as the kernels see it.
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GpuFq(pub DeviceFq);
-/// An Fq2 element as the kernels see it.
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GpuFq2(pub DeviceFq2);
-
-// SAFETY: each is a transparent wrapper of a #[repr(C)] struct of u64 limbs (sizes asserted in
-// cuzk-field): no padding, no pointers, every bit pattern is a valid value, and the kernels declare the
-// same layout (N little-endian u32 words per field element).
-unsafe impl DeviceRepr for GpuFr {}
-// SAFETY: as above.
-unsafe impl DeviceRepr for GpuFq {}
-// SAFETY: as above.
-unsafe impl DeviceRepr for GpuFq2 {}
-// SAFETY: all-zero limbs are a valid value (the field element 0).
-unsafe impl ValidAsZeroBits for GpuFr {}
-// SAFETY: as above.
-unsafe impl ValidAsZeroBits for GpuFq {}
-// SAFETY: as above.
-unsafe impl ValidAsZeroBits for GpuFq2 {}
-
-/// The embedded PTX modules, built by `cargo xtask ptx` from `kernels/`.
-pub(crate) mod ptx {
-    pub(crate) const NTT: &str = include_str!("../ptx/ntt.ptx");
-    pub(crate) const FIELD_TEST: &str = include_str!("../ptx/field_test.ptx");
-    pub(crate) const MSM: &str = include_str!("../ptx/msm.ptx");
-}
+use crate::{CudaError, DriverContext, GpuFr};
 
 /// What a device is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,25 +30,6 @@ pub struct DeviceInfo {
     pub multiprocessors: i32,
 }
 
-/// The NTT module's kernels.
-pub(crate) struct NttKernels {
-    pub(crate) fill_powers: CudaFunction,
-    pub(crate) bit_reverse: CudaFunction,
-    pub(crate) bit_reverse_tiled: CudaFunction,
-    pub(crate) pass: CudaFunction,
-    pub(crate) scale: CudaFunction,
-    pub(crate) quotient: CudaFunction,
-}
-
-/// The field test module's kernels (loaded on first use: only tests and benches need them).
-pub(crate) struct FieldKernels {
-    pub(crate) fr_ops: CudaFunction,
-    pub(crate) fq_ops: CudaFunction,
-    pub(crate) fq2_ops: CudaFunction,
-    pub(crate) fr_mul_bench: CudaFunction,
-    pub(crate) fq_mul_bench: CudaFunction,
-}
-
 /// One GPU: its context, a compute stream, a copy stream and a side stream (work that overlaps the
 /// compute stream, such as sorting the next MSM batch), and the loaded kernels.
 pub struct Gpu {
@@ -91,6 +39,7 @@ pub struct Gpu {
     side: Arc<CudaStream>,
     info: DeviceInfo,
     pub(crate) ntt: NttKernels,
+    #[cfg(feature = "bench-kernels")]
     field: OnceLock<Result<FieldKernels, CudaError>>,
     msm: OnceLock<Result<MsmKernels, CudaError>>,
     /// A one-element buffer passed where a kernel takes a table it will not read.
@@ -172,14 +121,6 @@ fn keep_freed_memory(ctx: &Arc<CudaContext>) -> Result<(), CudaError> {
     .during("setting the memory pool's release threshold")
 }
 
-fn load(ctx: &Arc<CudaContext>, src: &str, op: &'static str) -> Result<Arc<CudaModule>, CudaError> {
-    ctx.load_module(Ptx::from_src(src)).during(op)
-}
-
-fn function(module: &Arc<CudaModule>, name: &'static str) -> Result<CudaFunction, CudaError> {
-    module.load_function(name).during(name)
-}
-
 impl Gpu {
     /// The CUDA devices of this machine. An error (never a panic) when there is no driver or no device.
     pub fn discover() -> Result<Vec<DeviceInfo>, CudaError> {
@@ -206,23 +147,7 @@ impl Gpu {
         let compute = ctx.new_stream().during("creating the compute stream")?;
         let copy = ctx.new_stream().during("creating the copy stream")?;
         let side = ctx.new_stream().during("creating the side stream")?;
-        let m = load(&ctx, ptx::NTT, "loading the NTT kernels")?;
-        let ntt = NttKernels {
-            fill_powers: function(&m, "ntt_fill_powers")?,
-            bit_reverse: function(&m, "ntt_bit_reverse")?,
-            bit_reverse_tiled: function(&m, "ntt_bit_reverse_tiled")?,
-            pass: {
-                let f = function(&m, "ntt_pass")?;
-                f.set_attribute(
-                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    crate::kernels::PASS_SHARED_BYTES,
-                )
-                .during("configuring ntt_pass's shared memory")?;
-                f
-            },
-            scale: function(&m, "ntt_scale")?,
-            quotient: function(&m, "quotient")?,
-        };
+        let ntt = NttKernels::load(&ctx)?;
         let dummy = compute.alloc_zeros::<GpuFr>(1).during("allocating")?;
         let dummy_u32 = compute.alloc_zeros::<u32>(1).during("allocating")?;
         compute.synchronize().during("initialising buffers")?;
@@ -233,6 +158,7 @@ impl Gpu {
             copy,
             side,
             ntt,
+            #[cfg(feature = "bench-kernels")]
             field: OnceLock::new(),
             msm: OnceLock::new(),
             dummy,
@@ -243,54 +169,14 @@ impl Gpu {
     }
 
     pub(crate) fn msm_kernels(&self) -> Result<&MsmKernels, CudaError> {
-        let loaded = self.msm.get_or_init(|| {
-            let m = load(&self.ctx, ptx::MSM, "loading the MSM kernels")?;
-            let curve = |[sum_ones, sum_affine, sum_xyzz, window_segments, reduce]: [&'static str; 5]| {
-                Ok::<_, CudaError>(CurveKernels {
-                    sum_ones: function(&m, sum_ones)?,
-                    sum_affine: function(&m, sum_affine)?,
-                    sum_xyzz: function(&m, sum_xyzz)?,
-                    window_segments: function(&m, window_segments)?,
-                    reduce: function(&m, reduce)?,
-                })
-            };
-            Ok(MsmKernels {
-                count: function(&m, "msm_count")?,
-                scatter: function(&m, "msm_scatter")?,
-                chunk_counts: function(&m, "msm_chunk_counts")?,
-                flat_counts: function(&m, "msm_flat_counts")?,
-                scan_blocks: function(&m, "scan_blocks")?,
-                scan_add: function(&m, "scan_add")?,
-                g1: curve([
-                    "g1_sum_ones",
-                    "g1_sum_affine",
-                    "g1_sum_xyzz",
-                    "g1_window_segments",
-                    "g1_reduce",
-                ])?,
-                g2: curve([
-                    "g2_sum_ones",
-                    "g2_sum_affine",
-                    "g2_sum_xyzz",
-                    "g2_window_segments",
-                    "g2_reduce",
-                ])?,
-            })
-        });
+        let loaded = self.msm.get_or_init(|| MsmKernels::load(&self.ctx));
         loaded.as_ref().map_err(|e| CudaError::KernelLoad(e.to_string()))
     }
 
+    /// The field module's test and throughput kernels, loaded on first use.
+    #[cfg(feature = "bench-kernels")]
     pub(crate) fn field_kernels(&self) -> Result<&FieldKernels, CudaError> {
-        let loaded = self.field.get_or_init(|| {
-            let m = load(&self.ctx, ptx::FIELD_TEST, "loading the field test kernels")?;
-            Ok(FieldKernels {
-                fr_ops: function(&m, "fr_ops")?,
-                fq_ops: function(&m, "fq_ops")?,
-                fq2_ops: function(&m, "fq2_ops")?,
-                fr_mul_bench: function(&m, "fr_mul_bench")?,
-                fq_mul_bench: function(&m, "fq_mul_bench")?,
-            })
-        });
+        let loaded = self.field.get_or_init(|| FieldKernels::load(&self.ctx));
         loaded.as_ref().map_err(|e| CudaError::KernelLoad(e.to_string()))
     }
 

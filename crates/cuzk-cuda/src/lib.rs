@@ -4,13 +4,17 @@ pub mod arena;
 mod backend;
 mod gpu;
 pub mod kernels;
+mod modules;
 pub mod msm;
 pub mod ntt;
+pub mod profile;
 pub mod scratch;
+mod types;
 
-pub use backend::{CudaBackend, GpuBases, GpuPoly, Residency};
-pub use gpu::{DeviceInfo, Gpu, GpuFq, GpuFq2, GpuFr, Timer};
-pub use msm::{GpuG1Affine, GpuG2Affine, MsmConfig};
+pub use backend::{CudaBackend, GpuPoly};
+pub use gpu::{DeviceInfo, Gpu, Timer};
+pub use msm::{GpuBases, MsmConfig, Residency};
+pub use types::{GpuAffine, GpuFq, GpuFq2, GpuFr, GpuG1Affine, GpuG2Affine, Xyzz};
 
 /// What can go wrong on the GPU.
 #[derive(Debug, thiserror::Error)]
@@ -86,12 +90,27 @@ pub enum CudaError {
         /// What was wrong.
         what: &'static str,
     },
-    /// A failure injected by [`CudaBackend::inject_fault_after`] (for testing error paths).
+    /// A failure injected by `CudaBackend::inject_fault_after` (the `fault-injection` feature, for
+    /// testing error paths).
+    #[cfg(feature = "fault-injection")]
     #[error("injected CUDA failure in {op}")]
     Injected {
         /// The operation that failed.
         op: &'static str,
     },
+}
+
+impl CudaError {
+    /// Whether device memory ran out: a placement that does not fit ([`CudaError::OutOfMemory`]) or
+    /// an allocation the driver refused for want of memory.
+    pub fn is_out_of_memory(&self) -> bool {
+        use cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY;
+        match self {
+            CudaError::OutOfMemory { .. } => true,
+            CudaError::Driver { source, .. } => source.0 == CUDA_ERROR_OUT_OF_MEMORY,
+            _ => false,
+        }
+    }
 }
 
 /// Attaches the operation's name to a driver error.

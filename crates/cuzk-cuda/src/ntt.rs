@@ -17,7 +17,7 @@ use cuzk_field::{DeviceFr, DeviceRepr};
 use cuzk_groth16::NttKind;
 
 use crate::kernels::{self, Decimation, PowerTable, ScaleAt, MAX_PASS_STAGES};
-use crate::msm::Probe;
+use crate::profile::Probe;
 use crate::{CudaError, Gpu, GpuFr};
 
 /// Largest supported NTT: 2^28 elements (8 GiB of Fr), within the 32-bit indexing of the kernels.
@@ -80,9 +80,17 @@ impl NttTables {
         let g_inv = g.inverse().unwrap_or_default();
         let n_inv = Fr::from(n as u64).inverse().unwrap_or_default();
         let mut forward = gpu.zeros::<GpuFr>(stream, half)?;
-        kernels::fill_powers(gpu, stream, &mut forward, &upload_table(gpu, stream, omega, half)?)?;
+        let mut quiet = Probe::default();
+        kernels::fill_powers(
+            gpu,
+            stream,
+            &mut forward,
+            &upload_table(gpu, stream, omega, half)?,
+            &mut quiet,
+        )?;
         let mut inverse = gpu.zeros::<GpuFr>(stream, half)?;
-        kernels::fill_powers(gpu, stream, &mut inverse, &upload_table(gpu, stream, omega_inv, half)?)?;
+        let table = upload_table(gpu, stream, omega_inv, half)?;
+        kernels::fill_powers(gpu, stream, &mut inverse, &table, &mut quiet)?;
         Ok(Self {
             log_n,
             forward,
@@ -156,9 +164,7 @@ fn stages(
         p.reverse();
     }
     for (s0, k) in p {
-        probe.before(gpu, stream)?;
-        kernels::ntt_pass(gpu, stream, x, tw, log_n, s0, k, decimation)?;
-        probe.after(gpu, stream, "ntt_pass")?;
+        kernels::ntt_pass(gpu, stream, x, tw, log_n, s0, k, decimation, probe)?;
     }
     Ok(())
 }
@@ -171,29 +177,38 @@ pub fn ntt(
     x: &mut CudaSlice<GpuFr>,
     kind: NttKind,
 ) -> Result<(), CudaError> {
+    ntt_probed(gpu, stream, tables, x, kind, &mut Probe::default())
+}
+
+/// [`ntt`], timing each kernel into `probe` when it is enabled.
+pub fn ntt_probed(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    tables: &NttTables,
+    x: &mut CudaSlice<GpuFr>,
+    kind: NttKind,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
     check_len("ntt", tables, x)?;
     let log_n = tables.log_n;
     if log_n == 0 {
         // A single element: every transform in ark-poly's conventions is the identity.
         return Ok(());
     }
-    Probe::with_active(|probe| match kind {
+    match kind {
         NttKind::Forward | NttKind::CosetForward => {
             let pre =
                 (kind == NttKind::CosetForward).then_some(ScaleAt::Source(tables.one, Some(&tables.coset)));
-            probe.before(gpu, stream)?;
-            kernels::bit_reverse(gpu, stream, x, log_n, pre)?;
-            probe.after(gpu, stream, "bit reversal")?;
+            kernels::bit_reverse(gpu, stream, x, log_n, pre, probe)?;
             stages(gpu, stream, log_n, x, &tables.forward, Decimation::Time, probe)
         }
         NttKind::Inverse | NttKind::CosetInverse => {
             stages(gpu, stream, log_n, x, &tables.inverse, Decimation::Frequency, probe)?;
             let powers = (kind == NttKind::CosetInverse).then_some(&tables.coset_inverse);
-            probe.before(gpu, stream)?;
-            kernels::bit_reverse(gpu, stream, x, log_n, Some(ScaleAt::Destination(tables.n_inv, powers)))?;
-            probe.after(gpu, stream, "bit reversal")
+            let scale = Some(ScaleAt::Destination(tables.n_inv, powers));
+            kernels::bit_reverse(gpu, stream, x, log_n, scale, probe)
         }
-    })
+    }
 }
 
 /// The witness map's transforms on the GPU: `a`, `b`, `c` hold the evaluations of A·z, B·z, C·z on the
@@ -203,7 +218,9 @@ pub fn ntt(
 /// Per vector: interpolate with decimation in frequency (coefficients come out bit-reversed and `n`
 /// times too large), scale coefficient `k` by `g^k / n` where it lies, evaluate on the coset with
 /// decimation in time (natural order again); then the quotient step, and the coset interpolation of
-/// `a` whose final bit reversal scales by `g^-k / n`.
+/// `a` whose final bit reversal scales by `g^-k / n`. Each kernel is timed into `probe` when it is
+/// enabled.
+#[allow(clippy::too_many_arguments)]
 pub fn witness_map(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
@@ -212,33 +229,21 @@ pub fn witness_map(
     b: &mut CudaSlice<GpuFr>,
     c: &mut CudaSlice<GpuFr>,
     z_inv: GpuFr,
+    probe: &mut Probe,
 ) -> Result<(), CudaError> {
     for x in [&*a, &*b, &*c] {
         check_len("witness_map", tables, x)?;
     }
     let log_n = tables.log_n;
-    Probe::with_active(|probe| {
-        for x in [&mut *a, &mut *b, &mut *c] {
-            stages(gpu, stream, log_n, x, &tables.inverse, Decimation::Frequency, probe)?;
-            probe.before(gpu, stream)?;
-            kernels::scale(gpu, stream, x, tables.n_inv, Some(&tables.coset), true)?;
-            probe.after(gpu, stream, "scale")?;
-            stages(gpu, stream, log_n, x, &tables.forward, Decimation::Time, probe)?;
-        }
-        probe.before(gpu, stream)?;
-        kernels::quotient(gpu, stream, a, b, c, z_inv)?;
-        probe.after(gpu, stream, "quotient")?;
-        stages(gpu, stream, log_n, a, &tables.inverse, Decimation::Frequency, probe)?;
-        probe.before(gpu, stream)?;
-        kernels::bit_reverse(
-            gpu,
-            stream,
-            a,
-            log_n,
-            Some(ScaleAt::Destination(tables.n_inv, Some(&tables.coset_inverse))),
-        )?;
-        probe.after(gpu, stream, "bit reversal")
-    })
+    for x in [&mut *a, &mut *b, &mut *c] {
+        stages(gpu, stream, log_n, x, &tables.inverse, Decimation::Frequency, probe)?;
+        kernels::scale(gpu, stream, x, tables.n_inv, Some(&tables.coset), true, probe)?;
+        stages(gpu, stream, log_n, x, &tables.forward, Decimation::Time, probe)?;
+    }
+    kernels::quotient(gpu, stream, a, b, c, z_inv, probe)?;
+    stages(gpu, stream, log_n, a, &tables.inverse, Decimation::Frequency, probe)?;
+    let scale = Some(ScaleAt::Destination(tables.n_inv, Some(&tables.coset_inverse)));
+    kernels::bit_reverse(gpu, stream, a, log_n, scale, probe)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use ark_ec::{CurveGroup, VariableBaseMSM};
 use ark_ff::{BigInt, FftField, Field, One, PrimeField, UniformRand, Zero};
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use cuzk_circuits::PorepLike;
-use cuzk_cuda::msm::{MsmCurve, G1, G2};
+use cuzk_cuda::msm::{Curve, G1, G2};
 use cuzk_cuda::{kernels, CudaBackend, GpuFq, GpuFq2, GpuFr, MsmConfig, Residency};
 use cuzk_field::{constants, DeviceFq, DeviceFq2, DeviceFr, DeviceRepr};
 use cuzk_groth16::{prove, witness_map, CpuBackend, NttKind, PolyBackend, PreparedKey, ProveOptions};
@@ -15,6 +15,15 @@ use cuzk_synth::{synthesize, SynthesisOptions};
 use cuzk_testkit::{keygen, seeded_rng, Synthetic};
 use rand::{rngs::StdRng, Rng};
 use rayon::prelude::*;
+
+/// The README's example (`examples/alone.rs`), run here on the GPU.
+#[path = "../examples/alone.rs"]
+mod alone;
+
+#[test]
+fn the_readme_example_runs() {
+    alone::main().unwrap_or_else(|e| panic!("the README's example failed: {e}"));
+}
 
 fn backend() -> CudaBackend {
     CudaBackend::new(0).unwrap_or_else(|e| panic!("the GPU suite needs a CUDA GPU: {e}"))
@@ -317,7 +326,7 @@ fn bases<G: CurveGroup>(n: usize, rng: &mut StdRng) -> Vec<G::Affine> {
     G::normalize_batch(&v)
 }
 
-fn check_msm<C: MsmCurve>(
+fn check_msm<C: Curve>(
     gpu: &CudaBackend,
     bases: &[ark_ec::short_weierstrass::Affine<C::Config>],
     scalars: &[Fr],

@@ -5,7 +5,7 @@
 
 use ark_bls12_381::{Fq, Fq2, Fr, G1Affine, G2Affine};
 use ark_ec::AffineRepr;
-use ark_ff::BigInt;
+use ark_ff::{BigInt, PrimeField};
 
 use crate::LayoutError;
 
@@ -118,7 +118,7 @@ impl DeviceRepr for DeviceFr {
         Self { limbs: value.0 .0 }
     }
     fn to_ark_checked(&self, index: usize) -> Result<Fr, LayoutError> {
-        if is_reduced(&self.limbs, &crate::constants::FR_MODULUS.0) {
+        if is_reduced(&self.limbs, &<Fr as PrimeField>::MODULUS.0) {
             Ok(self.to_ark_unchecked())
         } else {
             Err(LayoutError::NotReduced { index, field: "Fr" })
@@ -135,7 +135,7 @@ impl DeviceRepr for DeviceFq {
         Self { limbs: value.0 .0 }
     }
     fn to_ark_checked(&self, index: usize) -> Result<Fq, LayoutError> {
-        if is_reduced(&self.limbs, &crate::constants::FQ_MODULUS.0) {
+        if is_reduced(&self.limbs, &<Fq as PrimeField>::MODULUS.0) {
             Ok(self.to_ark_unchecked())
         } else {
             Err(LayoutError::NotReduced { index, field: "Fq" })

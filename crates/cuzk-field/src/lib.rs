@@ -3,9 +3,11 @@
 
 pub mod constants;
 mod convert;
+mod curve;
 mod layout;
 
 pub use convert::{from_device, from_device_unchecked, from_device_vec, to_device, to_device_vec};
+pub use curve::{Affine, Curve, CurveId, Projective, G1, G2};
 pub use layout::{DeviceFq, DeviceFq2, DeviceFr, DeviceG1Affine, DeviceG2Affine, DeviceRepr};
 
 /// What can go wrong when device-layout data is turned back into arkworks values.

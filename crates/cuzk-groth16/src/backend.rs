@@ -1,6 +1,7 @@
 //! The backend trait: the heavy operations of a prover, on buffers the backend owns.
 
-use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
+use ark_bls12_381::Fr;
+use cuzk_field::{Affine, Curve, Projective};
 
 /// A buffer of MSM bases owned by a backend.
 pub trait Bases: Send + Sync {
@@ -121,8 +122,11 @@ pub enum BackendError {
 }
 
 /// Device-side timing of a stretch of a backend's work (events on the device's own clock), for
-/// backends whose calls return before the device has finished them.
-pub trait DeviceTimer: Send {
+/// backends whose calls return before the device has finished them. The prover passes the running
+/// timer back to the backend's timed operations ([`DeviceBackend::msm_deferred`],
+/// [`DeviceBackend::witness_map_timed`]), so a backend that times the kernels inside a stretch finds
+/// its own timer there (as `dyn Any`) rather than in hidden state.
+pub trait DeviceTimer: Send + std::any::Any {
     /// Marks the end of the stretch (does not wait for the device).
     fn stop(&mut self) -> Result<(), BackendError>;
     /// The stretch's device time (waits until the device has reached the end mark).
@@ -134,6 +138,9 @@ pub trait DeviceTimer: Send {
         Ok(Vec::new())
     }
 }
+
+/// The device timer a timed operation runs under, if any.
+pub type Timing<'a> = Option<&'a mut dyn DeviceTimer>;
 
 /// The polynomial half of a prover backend: the witness map's NTT family and quotient step on
 /// polynomials the backend owns.
@@ -150,40 +157,8 @@ pub trait PolyBackend: Send + Sync {
         false
     }
 
-    /// Starts timing the device's work from now on, for backends that can (`None`: the backend's calls
-    /// finish before they return, so the host's clock measures them).
-    fn device_timer(&self) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
-        Ok(None)
-    }
-
-    /// Makes the backend's later work wait until these polynomials' uploads have landed, without
-    /// blocking the host, so a device timer started next measures the kernels and not the copies (in
-    /// a pipeline the copies overlap the previous partition's kernels).
-    fn await_uploads(&self, polys: &[&Self::Poly]) -> Result<(), BackendError> {
-        let _ = polys;
-        Ok(())
-    }
-
-    /// Starts timing the uploads issued from now on, on the device's clock, for backends that can
-    /// (see [`PolyBackend::device_timer`]).
-    fn upload_timer(&self) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
-        Ok(None)
-    }
-
-    /// A copy of MSM scalars in backend memory, for backends where several MSMs taking the same host
-    /// scalars would each copy them (`None`: the MSMs read host memory directly).
-    fn scalars_from_host(&self, scalars: &[Fr]) -> Result<Option<Self::Poly>, BackendError> {
-        let _ = scalars;
-        Ok(None)
-    }
-
     /// A polynomial of `size` elements (a power of two): `values` followed by zeros.
     fn poly_from_host(&self, values: &[Fr], size: usize) -> Result<Self::Poly, BackendError>;
-    /// Several polynomials of `size` elements at once (the witness map's `a`, `b`, `c`), in order.
-    /// Backends that stage uploads override it so the uploads overlap.
-    fn polys_from_host(&self, values: &[&[Fr]], size: usize) -> Result<Vec<Self::Poly>, BackendError> {
-        values.iter().map(|v| self.poly_from_host(v, size)).collect()
-    }
     /// Copies a polynomial back to the host.
     fn poly_to_host(&self, poly: &Self::Poly) -> Result<Vec<Fr>, BackendError>;
     /// Number of elements in a polynomial.
@@ -222,53 +197,91 @@ pub trait PolyBackend: Send + Sync {
     }
 }
 
-/// A complete prover backend: [`PolyBackend`] plus MSMs over key bases the backend owns.
+/// A complete prover backend: [`PolyBackend`] plus MSMs over key bases the backend owns, one MSM for
+/// both groups ([`G1`](crate::G1) for A, B, L and H, [`G2`](crate::G2) for B), as arkworks'
+/// `VariableBaseMSM` serves both.
 ///
 /// Polynomials and bases are backend-owned: a GPU backend keeps them in device memory, and only the
 /// MSM results (single points) come back to the host.
 pub trait Backend: PolyBackend {
-    /// G1 bases owned by the backend.
-    type G1Bases: Bases;
-    /// G2 bases owned by the backend.
-    type G2Bases: Bases;
+    /// Bases of group `C` owned by the backend.
+    type Bases<C: Curve>: Bases;
 
-    /// Takes ownership of G1 bases (uploading them, for a device backend).
-    fn load_g1_bases(&self, bases: Vec<G1Affine>) -> Result<Self::G1Bases, BackendError>;
-    /// Takes ownership of G2 bases.
-    fn load_g2_bases(&self, bases: Vec<G2Affine>) -> Result<Self::G2Bases, BackendError>;
+    /// Takes ownership of bases of group `C` (uploading them, for a device backend).
+    fn load_bases<C: Curve>(&self, bases: Vec<Affine<C>>) -> Result<Self::Bases<C>, BackendError>;
 
-    /// `Σ scalars[i]·bases[i]` over G1. The scalar count must equal the number of bases.
-    fn msm_g1(
+    /// `Σ scalars[i]·bases[i]` over `C`. The scalar count must equal the number of bases.
+    fn msm<C: Curve>(
         &self,
-        bases: &Self::G1Bases,
+        bases: &Self::Bases<C>,
         scalars: MsmScalars<'_, Self::Poly>,
-    ) -> Result<G1Projective, BackendError>;
-    /// `Σ scalars[i]·bases[i]` over G2. The scalar count must equal the number of bases.
-    fn msm_g2(
-        &self,
-        bases: &Self::G2Bases,
-        scalars: MsmScalars<'_, Self::Poly>,
-    ) -> Result<G2Projective, BackendError>;
+    ) -> Result<Projective<C>, BackendError>;
+}
 
-    /// [`Backend::msm_g1`] in two halves: the work is issued now and its result collected by
-    /// [`Deferred::finish`], so a device backend queues the next MSMs' kernels before the host waits
-    /// for this one. The scalars and bases need not outlive the call. By default it computes the
-    /// result at once.
-    fn msm_g1_deferred(
-        &self,
-        bases: &Self::G1Bases,
-        scalars: MsmScalars<'_, Self::Poly>,
-    ) -> Result<Deferred<'_, G1Projective>, BackendError> {
-        self.msm_g1(bases, scalars).map(Deferred::Ready)
+/// What a backend whose work is queued on a device can do better than run each primitive to the end:
+/// time its work on the device's clock, stage uploads on a copy stream, keep MSM scalars in its own
+/// memory and issue an MSM before the host waits for it. Every method has a default that suits a
+/// backend whose calls finish before they return (the CPU): such a backend writes an empty `impl`.
+pub trait DeviceBackend: Backend {
+    /// Starts timing the device's work from now on, for backends that can (`None`: the backend's calls
+    /// finish before they return, so the host's clock measures them).
+    fn device_timer(&self) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
+        Ok(None)
     }
 
-    /// [`Backend::msm_g2`] in two halves, as [`Backend::msm_g1_deferred`].
-    fn msm_g2_deferred(
+    /// Starts timing the uploads issued from now on, on the device's clock, for backends that can
+    /// (see [`DeviceBackend::device_timer`]).
+    fn upload_timer(&self) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
+        Ok(None)
+    }
+
+    /// Makes the backend's later work wait until these polynomials' uploads have landed, without
+    /// blocking the host, so a device timer started next measures the kernels and not the copies (in
+    /// a pipeline the copies overlap the previous partition's kernels).
+    fn await_uploads(&self, polys: &[&Self::Poly]) -> Result<(), BackendError> {
+        let _ = polys;
+        Ok(())
+    }
+
+    /// A copy of MSM scalars in backend memory, for backends where several MSMs taking the same host
+    /// scalars would each copy them (`None`: the MSMs read host memory directly).
+    fn scalars_from_host(&self, scalars: &[Fr]) -> Result<Option<Self::Poly>, BackendError> {
+        let _ = scalars;
+        Ok(None)
+    }
+
+    /// Several polynomials of `size` elements at once (the witness map's `a`, `b`, `c`), in order.
+    /// Backends that stage uploads override it so the uploads overlap.
+    fn polys_from_host(&self, values: &[&[Fr]], size: usize) -> Result<Vec<Self::Poly>, BackendError> {
+        values.iter().map(|v| self.poly_from_host(v, size)).collect()
+    }
+
+    /// [`PolyBackend::witness_map_polys`] under `timer`, which a backend that times the kernels inside
+    /// a stretch records them into.
+    fn witness_map_timed(
         &self,
-        bases: &Self::G2Bases,
+        a: &mut Self::Poly,
+        b: &mut Self::Poly,
+        c: &mut Self::Poly,
+        z_inv: Fr,
+        timer: Timing<'_>,
+    ) -> Result<(), BackendError> {
+        let _ = timer;
+        self.witness_map_polys(a, b, c, z_inv)
+    }
+
+    /// [`Backend::msm`] in two halves, under `timer`: the work is issued now and its result collected
+    /// by [`Deferred::finish`], so a device backend queues the next MSMs' kernels before the host
+    /// waits for this one. The scalars and bases need not outlive the call. By default it computes the
+    /// result at once.
+    fn msm_deferred<C: Curve>(
+        &self,
+        bases: &Self::Bases<C>,
         scalars: MsmScalars<'_, Self::Poly>,
-    ) -> Result<Deferred<'_, G2Projective>, BackendError> {
-        self.msm_g2(bases, scalars).map(Deferred::Ready)
+        timer: Timing<'_>,
+    ) -> Result<Deferred<'_, Projective<C>>, BackendError> {
+        let _ = timer;
+        self.msm::<C>(bases, scalars).map(Deferred::Ready)
     }
 }
 

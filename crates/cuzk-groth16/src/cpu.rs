@@ -1,12 +1,14 @@
 //! The CPU reference backend, on arkworks.
 
-use ark_bls12_381::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
+use ark_bls12_381::Fr;
 use ark_ff::{FftField, Zero};
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use rayon::prelude::*;
 
 use crate::cpu_msm;
-use crate::{Backend, BackendError, Bases, MsmScalars, NttKind, PolyBackend};
+use cuzk_field::{Affine, Curve, Projective};
+
+use crate::{Backend, BackendError, Bases, DeviceBackend, MsmScalars, NttKind, PolyBackend};
 
 /// The CPU backend: polynomials and bases in host memory, arithmetic by arkworks, parallel with rayon.
 #[derive(Debug, Clone, Copy, Default)]
@@ -124,30 +126,20 @@ impl PolyBackend for CpuBackend {
 }
 
 impl Backend for CpuBackend {
-    type G1Bases = Vec<G1Affine>;
-    type G2Bases = Vec<G2Affine>;
+    type Bases<C: Curve> = Vec<Affine<C>>;
 
-    fn load_g1_bases(&self, bases: Vec<G1Affine>) -> Result<Vec<G1Affine>, BackendError> {
+    fn load_bases<C: Curve>(&self, bases: Vec<Affine<C>>) -> Result<Vec<Affine<C>>, BackendError> {
         Ok(bases)
     }
 
-    fn load_g2_bases(&self, bases: Vec<G2Affine>) -> Result<Vec<G2Affine>, BackendError> {
-        Ok(bases)
-    }
-
-    fn msm_g1(
+    fn msm<C: Curve>(
         &self,
-        bases: &Vec<G1Affine>,
+        bases: &Vec<Affine<C>>,
         scalars: MsmScalars<'_, CpuPoly>,
-    ) -> Result<G1Projective, BackendError> {
-        Ok(cpu_msm::msm(bases, host_scalars("msm_g1", bases.len(), scalars)?))
-    }
-
-    fn msm_g2(
-        &self,
-        bases: &Vec<G2Affine>,
-        scalars: MsmScalars<'_, CpuPoly>,
-    ) -> Result<G2Projective, BackendError> {
-        Ok(cpu_msm::msm(bases, host_scalars("msm_g2", bases.len(), scalars)?))
+    ) -> Result<Projective<C>, BackendError> {
+        Ok(cpu_msm::msm(bases, host_scalars(C::MSM, bases.len(), scalars)?))
     }
 }
+
+/// The CPU's calls finish before they return: every hook keeps its default.
+impl DeviceBackend for CpuBackend {}

@@ -4,6 +4,8 @@ use ark_bls12_381::{Bls12_381, G1Affine};
 use ark_groth16::{PreparedVerifyingKey, ProvingKey, VerifyingKey};
 use cuzk_synth::Counts;
 
+use cuzk_field::{G1, G2};
+
 use crate::{Backend, Bases, ProveError};
 
 /// A proving key whose query bases live in a backend (on the device, for a GPU backend).
@@ -14,11 +16,11 @@ pub struct PreparedKey<B: Backend> {
     pub(crate) pvk: PreparedVerifyingKey<Bls12_381>,
     pub(crate) beta_g1: G1Affine,
     pub(crate) delta_g1: G1Affine,
-    pub(crate) a: B::G1Bases,
-    pub(crate) b_g1: B::G1Bases,
-    pub(crate) b_g2: B::G2Bases,
-    pub(crate) l: B::G1Bases,
-    pub(crate) h: B::G1Bases,
+    pub(crate) a: B::Bases<G1>,
+    pub(crate) b_g1: B::Bases<G1>,
+    pub(crate) b_g2: B::Bases<G2>,
+    pub(crate) l: B::Bases<G1>,
+    pub(crate) h: B::Bases<G1>,
 }
 
 fn consistent(what: &str, len: usize, expected: usize) -> Result<(), ProveError> {
@@ -54,11 +56,11 @@ impl<B: Backend> PreparedKey<B> {
             pvk,
             beta_g1: pk.beta_g1,
             delta_g1: pk.delta_g1,
-            a: backend.load_g1_bases(pk.a_query)?,
-            b_g1: backend.load_g1_bases(pk.b_g1_query)?,
-            b_g2: backend.load_g2_bases(pk.b_g2_query)?,
-            l: backend.load_g1_bases(pk.l_query)?,
-            h: backend.load_g1_bases(pk.h_query)?,
+            a: backend.load_bases::<G1>(pk.a_query)?,
+            b_g1: backend.load_bases::<G1>(pk.b_g1_query)?,
+            b_g2: backend.load_bases::<G2>(pk.b_g2_query)?,
+            l: backend.load_bases::<G1>(pk.l_query)?,
+            h: backend.load_bases::<G1>(pk.h_query)?,
         })
     }
 
@@ -87,12 +89,12 @@ impl<B: Backend> PreparedKey<B> {
     }
 
     /// The G1 query bases: A, B, L and H.
-    pub fn g1_bases(&self) -> [&B::G1Bases; 4] {
+    pub fn g1_bases(&self) -> [&B::Bases<G1>; 4] {
         [&self.a, &self.b_g1, &self.l, &self.h]
     }
 
     /// The G2 query bases: B.
-    pub fn g2_bases(&self) -> &B::G2Bases {
+    pub fn g2_bases(&self) -> &B::Bases<G2> {
         &self.b_g2
     }
 

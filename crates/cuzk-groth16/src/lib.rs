@@ -6,14 +6,20 @@ mod cpu;
 mod cpu_msm;
 mod key;
 mod prover;
+mod stages;
 
-pub use backend::{Backend, BackendError, Bases, Deferred, DeviceTimer, MsmScalars, NttKind, PolyBackend};
+pub use backend::{
+    Backend, BackendError, Bases, Deferred, DeviceBackend, DeviceTimer, MsmScalars, NttKind, PolyBackend,
+    Timing,
+};
 pub use cpu::{CpuBackend, CpuPoly};
+pub use cuzk_field::{Affine, Curve, CurveId, Projective, G1, G2};
 pub use key::PreparedKey;
 pub use prover::{
     prove, prove_staged, prove_staged_queued, stage, verify, witness_map, witness_map_from_evaluations,
-    DeviceStageTimes, ProveOptions, StageTimes, Staged,
+    ProveOptions, Staged,
 };
+pub use stages::{PerStage, Stage, StageTimes, UnknownStage};
 
 /// Why a proof could not be produced.
 #[derive(Debug, thiserror::Error)]

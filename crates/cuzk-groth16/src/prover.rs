@@ -1,4 +1,10 @@
-//! The witness map and proof assembly, written once over [`Backend`].
+//! The witness map and proof assembly, written once over the backend traits.
+//!
+//! [`prove`] is [`stage`] (a partition's `a`, `b`, `c` and, where the backend keeps scalars, `z` into
+//! backend memory, timed on the copy stream's clock when the backend can) then [`prove_staged`] (the
+//! witness map, the five MSMs issued back to back and collected afterwards, blinding, assembly and the
+//! self-check), so a pipeline can run the halves under different locks. Each device stage runs under a
+//! device timer of its own, which the prover hands to the backend's timed operations.
 
 use std::time::{Duration, Instant};
 
@@ -6,9 +12,13 @@ use ark_bls12_381::{Bls12_381, Fr, G1Projective, G2Projective};
 use ark_ec::CurveGroup;
 use ark_ff::{FftField, Field, Zero};
 use ark_groth16::{Groth16, Proof};
+use cuzk_field::{Curve, Projective, G1, G2};
 use cuzk_synth::Synthesized;
 
-use crate::{Backend, BackendError, Deferred, DeviceTimer, MsmScalars, PolyBackend, PreparedKey, ProveError};
+use crate::{
+    BackendError, Deferred, DeviceBackend, DeviceTimer, MsmScalars, PerStage, PolyBackend, PreparedKey,
+    ProveError, Stage, StageTimes, Timing,
+};
 
 /// How to prove.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,75 +33,6 @@ impl Default for ProveOptions {
     }
 }
 
-/// Wall-clock time of each prover stage. MSMs may overlap when the backend runs them concurrently, so
-/// the stages can add up to more than `total`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StageTimes {
-    /// Moving `a`, `b`, `c` and (on backends that keep scalars) `z` into backend memory ([`stage`]).
-    pub upload: Duration,
-    /// The witness map: seven NTTs and the quotient step.
-    pub witness_map: Duration,
-    /// MSM of `a_query` (G1).
-    pub msm_a: Duration,
-    /// MSM of `b_g1_query` (G1; skipped when `r = 0`).
-    pub msm_b_g1: Duration,
-    /// MSM of `b_g2_query` (G2).
-    pub msm_b_g2: Duration,
-    /// MSM of `l_query` (G1).
-    pub msm_l: Duration,
-    /// MSM of `h_query` (G1).
-    pub msm_h: Duration,
-    /// Blinding and conversion to affine.
-    pub assemble: Duration,
-    /// The self-check.
-    pub verify: Duration,
-    /// Everything, end to end.
-    pub total: Duration,
-    /// The same stages on the device's clock, from backends that time their device work
-    /// ([`PolyBackend::device_timer`]); `None` on the CPU. When several proofs share a device at once,
-    /// a stage's span also covers the others' work queued in between.
-    pub device: Option<DeviceStageTimes>,
-}
-
-/// Device time of each GPU stage of one proof, from events around the stage's work.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DeviceStageTimes {
-    /// The seven NTTs and the quotient step (from when `a`, `b` and `c` have landed on the device).
-    pub witness_map: Duration,
-    /// MSM of `a_query`.
-    pub msm_a: Duration,
-    /// MSM of `b_g1_query` (zero when skipped).
-    pub msm_b_g1: Duration,
-    /// MSM of `b_g2_query`.
-    pub msm_b_g2: Duration,
-    /// MSM of `l_query`.
-    pub msm_l: Duration,
-    /// MSM of `h_query`.
-    pub msm_h: Duration,
-    /// Uploading `a`, `b`, `c` and `z`, on the device's clock from when staging began until the last
-    /// copy landed (so the host's conversion into staging buffers counts too; in a pipeline it
-    /// overlaps the previous partition's kernels). Zero when the backend does not time uploads.
-    pub upload: Duration,
-    /// The kinds of work inside the stages above, as `(stage, step, device time)`: for example
-    /// `("witness_map", "ntt passes", ..)` or `("msm_h", "bucket sums", ..)`.
-    pub steps: Vec<(&'static str, &'static str, Duration)>,
-}
-
-impl DeviceStageTimes {
-    /// The stages by name, in the order they run: `witness_map`, `msm_a`, `msm_b_g1`, `msm_b_g2`,
-    /// `msm_l`, `msm_h`.
-    pub fn named(&self) -> [(&'static str, Duration); 6] {
-        [
-            ("witness_map", self.witness_map),
-            ("msm_a", self.msm_a),
-            ("msm_b_g1", self.msm_b_g1),
-            ("msm_b_g2", self.msm_b_g2),
-            ("msm_l", self.msm_l),
-            ("msm_h", self.msm_h),
-        ]
-    }
-}
-
 fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     let t = Instant::now();
     let v = f();
@@ -101,19 +42,32 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 /// A stage's device timer, started before and stopped after `f`.
 type Timer = Option<Box<dyn DeviceTimer>>;
 
-fn device_timed<B: PolyBackend, T>(
+fn device_timed<B: DeviceBackend, T>(
     backend: &B,
-    f: impl FnOnce() -> T,
+    f: impl FnOnce(Timing<'_>) -> T,
 ) -> Result<(T, Duration, Timer), BackendError> {
     let mut timer = backend.device_timer()?;
-    let (v, host) = timed(f);
+    let (v, host) = timed(|| f(timer.as_deref_mut()));
     if let Some(t) = timer.as_mut() {
         t.stop()?;
     }
     Ok((v, host, timer))
 }
 
-/// Collects a deferred MSM issued by [`device_timed`], adding the wait to its host time.
+/// An MSM issued under its own device timer: the deferred result, the host time of issuing it, the
+/// timer.
+type Issued<'b, C> = (Result<Deferred<'b, Projective<C>>, BackendError>, Duration, Timer);
+
+/// Issues `Σ scalars[i]·bases[i]` over `C` under a device timer of its own.
+fn issue<'b, B: DeviceBackend, C: Curve>(
+    backend: &'b B,
+    bases: &B::Bases<C>,
+    scalars: MsmScalars<'_, B::Poly>,
+) -> Result<Issued<'b, C>, BackendError> {
+    device_timed(backend, |timer| backend.msm_deferred::<C>(bases, scalars, timer))
+}
+
+/// Collects a deferred MSM issued by [`issue`], adding the wait to its host time.
 fn finish<T>(
     (issued, host, timer): (Result<Deferred<'_, T>, BackendError>, Duration, Timer),
 ) -> Result<(Result<T, BackendError>, Duration, Timer), BackendError> {
@@ -153,12 +107,14 @@ pub fn witness_map_from_evaluations<B: PolyBackend>(
     c: &[Fr],
     n: usize,
 ) -> Result<B::Poly, BackendError> {
-    let [a, b, c] = polys_abc(backend, a, b, c, n)?;
-    witness_map_polys(backend, a, b, c, n)
+    let [a, b, c] = [a, b, c].map(|v| backend.poly_from_host(v, n));
+    let (mut a, mut b, mut c) = (a?, b?, c?);
+    backend.witness_map_polys(&mut a, &mut b, &mut c, z_inv(n)?)?;
+    Ok(a)
 }
 
-/// `a`, `b`, `c` in backend memory, each zero-padded to `n`.
-fn polys_abc<B: PolyBackend>(
+/// `a`, `b`, `c` in backend memory, each zero-padded to `n`, uploaded together.
+fn polys_abc<B: DeviceBackend>(
     backend: &B,
     a: &[Fr],
     b: &[Fr],
@@ -174,29 +130,20 @@ fn polys_abc<B: PolyBackend>(
     })
 }
 
-/// The witness map on `a`, `b`, `c` already in backend memory (`n` elements each); `h` comes back in
-/// `a`'s buffer.
-fn witness_map_polys<B: PolyBackend>(
-    backend: &B,
-    mut a: B::Poly,
-    mut b: B::Poly,
-    mut c: B::Poly,
-    n: usize,
-) -> Result<B::Poly, BackendError> {
-    // Z(x) = x^n − 1 is constant on the coset g·H: Z(g·ω^i) = g^n − 1.
+/// `1 / Z` on the coset `g·H` of the domain of size `n`: `Z(x) = x^n − 1` is constant there,
+/// `Z(g·ω^i) = g^n − 1`.
+fn z_inv(n: usize) -> Result<Fr, BackendError> {
     let z = Fr::GENERATOR.pow([n as u64]) - Fr::from(1u64);
-    let z_inv = z.inverse().ok_or(BackendError::UnsupportedSize {
+    z.inverse().ok_or(BackendError::UnsupportedSize {
         op: "witness_map",
         size: n,
         reason: "the vanishing polynomial is zero on the coset",
-    })?;
-    backend.witness_map_polys(&mut a, &mut b, &mut c, z_inv)?;
-    Ok(a)
+    })
 }
 
 /// A partition's data in backend memory, from [`stage`], for [`prove_staged`]: `a`, `b`, `c` padded to
 /// the domain size and, on backends that keep MSM scalars, the assignment `z`.
-pub struct Staged<B: PolyBackend> {
+pub struct Staged<B: DeviceBackend> {
     abc: [B::Poly; 3],
     z: Option<B::Poly>,
     n: usize,
@@ -205,7 +152,7 @@ pub struct Staged<B: PolyBackend> {
     upload_timer: Timer,
 }
 
-impl<B: PolyBackend> std::fmt::Debug for Staged<B> {
+impl<B: DeviceBackend> std::fmt::Debug for Staged<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Staged").field("n", &self.n).field("z", &self.z.is_some()).finish()
     }
@@ -214,7 +161,7 @@ impl<B: PolyBackend> std::fmt::Debug for Staged<B> {
 /// Moves a synthesized partition's `a`, `b`, `c` (and `z` where the backend keeps scalars) into backend
 /// memory: the upload half of [`prove`], which a pipeline runs while the previous partition's kernels
 /// still run. Fails when the partition does not fit the key.
-pub fn stage<B: Backend>(
+pub fn stage<B: DeviceBackend>(
     backend: &B,
     key: &PreparedKey<B>,
     syn: &Synthesized,
@@ -237,7 +184,7 @@ pub fn stage<B: Backend>(
 ///
 /// The result equals `ark_groth16::Groth16::<Bls12_381>::create_proof_with_reduction(circuit, &pk, r, s)`
 /// byte for byte. With `options.verify` the proof is checked against the key's verifying key first.
-pub fn prove<B: Backend>(
+pub fn prove<B: DeviceBackend>(
     backend: &B,
     key: &PreparedKey<B>,
     syn: &Synthesized,
@@ -248,13 +195,13 @@ pub fn prove<B: Backend>(
     let start = Instant::now();
     let staged = stage(backend, key, syn)?;
     let (proof, mut times) = prove_staged(backend, key, syn, staged, r, s, options)?;
-    times.total = start.elapsed();
+    finish_times(&mut times, start.elapsed());
     Ok((proof, times))
 }
 
 /// The kernel half of [`prove`]: the witness map, the MSMs, assembly and the self-check of a partition
 /// that [`stage`] moved into backend memory. `syn` must be the partition `staged` was made from.
-pub fn prove_staged<B: Backend>(
+pub fn prove_staged<B: DeviceBackend>(
     backend: &B,
     key: &PreparedKey<B>,
     syn: &Synthesized,
@@ -272,7 +219,7 @@ pub fn prove_staged<B: Backend>(
 /// self-check), so a pipeline can let the next partition queue its kernels then. Not called when the
 /// proof fails before that point.
 #[allow(clippy::too_many_arguments)]
-pub fn prove_staged_queued<B: Backend>(
+pub fn prove_staged_queued<B: DeviceBackend>(
     backend: &B,
     key: &PreparedKey<B>,
     syn: &Synthesized,
@@ -283,7 +230,8 @@ pub fn prove_staged_queued<B: Backend>(
     queued: impl FnOnce(),
 ) -> Result<(Proof<Bls12_381>, StageTimes), ProveError> {
     let start = Instant::now();
-    let mut times = StageTimes { upload: staged.upload, ..StageTimes::default() };
+    let mut times = StageTimes::default();
+    times.host[Stage::Upload] = staged.upload;
     key.check_fits(&syn.counts())?;
     if staged.n != syn.counts().domain_size() {
         return Err(ProveError::Backend(BackendError::LengthMismatch {
@@ -293,13 +241,17 @@ pub fn prove_staged_queued<B: Backend>(
         }));
     }
 
-    let Staged { abc: [a, b, c], z: z_copy, n, upload_timer, .. } = staged;
+    let Staged { abc: [mut a, mut b, mut c], z: z_copy, n, upload_timer, .. } = staged;
     let landed: Vec<&B::Poly> = [&a, &b, &c].into_iter().chain(z_copy.as_ref()).collect();
     backend.await_uploads(&landed)?;
     drop(landed);
-    let (h, t, wm_timer) = device_timed(backend, || witness_map_polys(backend, a, b, c, n))?;
-    let h = h?;
-    times.witness_map = t;
+    let z_inv = z_inv(n)?;
+    let (mapped, t, wm_timer) =
+        device_timed(backend, |timer| backend.witness_map_timed(&mut a, &mut b, &mut c, z_inv, timer))?;
+    mapped?;
+    drop((b, c));
+    let h = a;
+    times.host[Stage::WitnessMap] = t;
 
     let par = backend.concurrent_ops();
     let z = &syn.assignment[..];
@@ -314,20 +266,19 @@ pub fn prove_staged_queued<B: Backend>(
     };
     // Each MSM is issued (timed on the device) and finished afterwards, so a device backend queues
     // the next MSMs' kernels before the host combines the previous ones' window sums.
-    let msm = |bases, scalars| device_timed(backend, || backend.msm_g1_deferred(bases, scalars));
     let ((h_acc, l_acc), (a_acc, (b1_acc, b2_acc))) = join(
         par,
         || {
             join(
                 par,
-                || msm(&key.h, MsmScalars::Poly { poly: &h, offset: 0, len: h_len }),
-                || msm(&key.l, w_scalars),
+                || issue::<B, G1>(backend, &key.h, MsmScalars::Poly { poly: &h, offset: 0, len: h_len }),
+                || issue::<B, G1>(backend, &key.l, w_scalars),
             )
         },
         || {
             join(
                 par,
-                || msm(&key.a, z_scalars),
+                || issue::<B, G1>(backend, &key.a, z_scalars),
                 || {
                     join(
                         par,
@@ -336,10 +287,10 @@ pub fn prove_staged_queued<B: Backend>(
                             if r.is_zero() {
                                 Ok((Ok(Deferred::Ready(G1Projective::zero())), Duration::ZERO, None))
                             } else {
-                                msm(&key.b_g1, z_scalars)
+                                issue::<B, G1>(backend, &key.b_g1, z_scalars)
                             }
                         },
-                        || device_timed(backend, || backend.msm_g2_deferred(&key.b_g2, z_scalars)),
+                        || issue::<B, G2>(backend, &key.b_g2, z_scalars),
                     )
                 },
             )
@@ -351,47 +302,54 @@ pub fn prove_staged_queued<B: Backend>(
         (finish(h_acc)?, finish(l_acc)?, finish(a_acc)?, finish(b1_acc)?, finish(b2_acc)?);
     drop(h);
     drop(z_copy);
-    (times.msm_h, times.msm_l, times.msm_a, times.msm_b_g1, times.msm_b_g2) =
-        (h_acc.1, l_acc.1, a_acc.1, b1_acc.1, b2_acc.1);
+    let timers = [
+        (Stage::WitnessMap, &wm_timer),
+        (Stage::MsmA, &a_acc.2),
+        (Stage::MsmBG1, &b1_acc.2),
+        (Stage::MsmBG2, &b2_acc.2),
+        (Stage::MsmL, &l_acc.2),
+        (Stage::MsmH, &h_acc.2),
+        (Stage::Upload, &upload_timer),
+    ];
+    for (stage, host) in [
+        (Stage::MsmA, a_acc.1),
+        (Stage::MsmBG1, b1_acc.1),
+        (Stage::MsmBG2, b2_acc.1),
+        (Stage::MsmL, l_acc.1),
+        (Stage::MsmH, h_acc.1),
+    ] {
+        times.host[stage] = host;
+    }
     if wm_timer.is_some() {
-        let stages = [
-            ("witness_map", &wm_timer),
-            ("msm_a", &a_acc.2),
-            ("msm_b_g1", &b1_acc.2),
-            ("msm_b_g2", &b2_acc.2),
-            ("msm_l", &l_acc.2),
-            ("msm_h", &h_acc.2),
-        ];
-        let mut steps = Vec::new();
-        for (stage, timer) in stages {
-            if let Some(t) = timer {
-                steps.extend(t.steps()?.into_iter().map(|(step, d)| (stage, step, d)));
+        let mut device = PerStage::default();
+        for (stage, timer) in timers {
+            device[stage] = device_elapsed(timer)?;
+            if let (Some(t), true) = (timer, stage != Stage::Upload) {
+                times.steps.extend(t.steps()?.into_iter().map(|(step, d)| (stage, step, d)));
             }
         }
-        times.device = Some(DeviceStageTimes {
-            witness_map: device_elapsed(&wm_timer)?,
-            msm_h: device_elapsed(&h_acc.2)?,
-            msm_l: device_elapsed(&l_acc.2)?,
-            msm_a: device_elapsed(&a_acc.2)?,
-            msm_b_g1: device_elapsed(&b1_acc.2)?,
-            msm_b_g2: device_elapsed(&b2_acc.2)?,
-            upload: device_elapsed(&upload_timer)?,
-            steps,
-        });
+        times.device = Some(device);
     }
     let (h_acc, l_acc, a_acc, b1_acc, b2_acc) = (h_acc.0?, l_acc.0?, a_acc.0?, b1_acc.0?, b2_acc.0?);
 
     let acc = Accumulators { a: a_acc, b_g1: b1_acc, b_g2: b2_acc, l: l_acc, h: h_acc };
     let (proof, t) = timed(|| assemble(key, r, s, acc));
-    times.assemble = t;
+    times.host[Stage::Assembly] = t;
 
     if options.verify {
         let (ok, t) = timed(|| verify(key, &proof, syn.public_inputs()));
-        times.verify = t;
+        times.host[Stage::SelfCheck] = t;
         ok?;
     }
-    times.total = start.elapsed() + times.upload;
+    let total = start.elapsed() + times.host[Stage::Upload];
+    finish_times(&mut times, total);
     Ok((proof, times))
+}
+
+/// Sets the whole's time, and the MSM phase from it.
+fn finish_times(times: &mut StageTimes, total: Duration) {
+    times.total = total;
+    times.host[Stage::Msms] = times.msm_phase();
 }
 
 /// The MSM results of one proof.
@@ -405,7 +363,7 @@ struct Accumulators {
 
 /// Blinding and assembly (see ark-groth16's `create_proof_with_assignment`):
 /// `A = α + Σz·a + r·δ`, `B = β + Σz·b + s·δ` (in G1 and G2), `C = s·A + r·B1 − r·s·δ + Σw·l + Σh·h`.
-fn assemble<B: Backend>(key: &PreparedKey<B>, r: Fr, s: Fr, acc: Accumulators) -> Proof<Bls12_381> {
+fn assemble<B: DeviceBackend>(key: &PreparedKey<B>, r: Fr, s: Fr, acc: Accumulators) -> Proof<Bls12_381> {
     let delta_g1 = G1Projective::from(key.delta_g1);
     let g_a = acc.a + key.vk.alpha_g1 + delta_g1 * r;
     let g2_b = acc.b_g2 + key.vk.beta_g2 + G2Projective::from(key.vk.delta_g2) * s;
@@ -415,7 +373,7 @@ fn assemble<B: Backend>(key: &PreparedKey<B>, r: Fr, s: Fr, acc: Accumulators) -
 }
 
 /// Verifies a proof against the key's prepared verifying key.
-pub fn verify<B: Backend>(
+pub fn verify<B: crate::Backend>(
     key: &PreparedKey<B>,
     proof: &Proof<Bls12_381>,
     public_inputs: &[Fr],

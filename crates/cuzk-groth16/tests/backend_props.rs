@@ -12,7 +12,9 @@ use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{FftField, Field, One, PrimeField, UniformRand, Zero};
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use cuzk_field::constants::root_of_unity;
-use cuzk_groth16::{Backend, BackendError, Bases, CpuBackend, CpuPoly, MsmScalars, NttKind, PolyBackend};
+use cuzk_groth16::{
+    Backend, BackendError, Bases, CpuBackend, CpuPoly, MsmScalars, NttKind, PolyBackend, G1, G2,
+};
 use cuzk_testkit::seeded_rng;
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -454,10 +456,10 @@ proptest! {
     ) {
         let bases = make_bases::<G1Projective>(&specs);
         let expected = naive_msm::<G1Projective>(&bases, &scalars);
-        let loaded = CpuBackend.load_g1_bases(bases).unwrap();
+        let loaded = CpuBackend.load_bases::<G1>(bases).unwrap();
         prop_assert_eq!(Bases::len(&loaded), scalars.len());
 
-        let host = CpuBackend.msm_g1(&loaded, MsmScalars::Host(&scalars)).unwrap();
+        let host = CpuBackend.msm::<G1>(&loaded, MsmScalars::Host(&scalars)).unwrap();
         prop_assert_eq!(host, expected, "host scalars, n = {}", scalars.len());
 
         // The prefix of a longer polynomial: values past `len` must not take part.
@@ -468,7 +470,7 @@ proptest! {
             values.push(tail[values.len() % tail.len()]);
         }
         let poly = CpuBackend.poly_from_host(&values, size).unwrap();
-        let from_poly = CpuBackend.msm_g1(&loaded, MsmScalars::Poly { poly: &poly, offset: 0, len: scalars.len() }).unwrap();
+        let from_poly = CpuBackend.msm::<G1>(&loaded, MsmScalars::Poly { poly: &poly, offset: 0, len: scalars.len() }).unwrap();
         prop_assert_eq!(from_poly, expected, "poly scalars, n = {}, poly size {}", scalars.len(), size);
 
         // A range inside a polynomial (how the prover reads the witness out of the assignment):
@@ -479,10 +481,10 @@ proptest! {
         let size = shifted.len().next_power_of_two();
         let poly = CpuBackend.poly_from_host(&shifted, size).unwrap();
         let range = MsmScalars::Poly { poly: &poly, offset: tail.len(), len: scalars.len() };
-        prop_assert_eq!(CpuBackend.msm_g1(&loaded, range).unwrap(), expected, "range, n = {}", scalars.len());
+        prop_assert_eq!(CpuBackend.msm::<G1>(&loaded, range).unwrap(), expected, "range, n = {}", scalars.len());
         // A range past the polynomial's end is refused.
         let past = MsmScalars::Poly { poly: &poly, offset: size - scalars.len() + 1, len: scalars.len() };
-        let err = CpuBackend.msm_g1(&loaded, past).unwrap_err();
+        let err = CpuBackend.msm::<G1>(&loaded, past).unwrap_err();
         prop_assert!(matches!(err, BackendError::LengthMismatch { op: "msm_g1", .. }), "{:?}", err);
     }
 }
@@ -494,9 +496,9 @@ proptest! {
     fn msm_g2_matches_naive((scalars, specs) in msm_case()) {
         let bases = make_bases::<G2Projective>(&specs);
         let expected = naive_msm::<G2Projective>(&bases, &scalars);
-        let loaded = CpuBackend.load_g2_bases(bases).unwrap();
+        let loaded = CpuBackend.load_bases::<G2>(bases).unwrap();
         prop_assert_eq!(Bases::len(&loaded), scalars.len());
-        prop_assert_eq!(CpuBackend.msm_g2(&loaded, MsmScalars::Host(&scalars)).unwrap(), expected, "n = {}", scalars.len());
+        prop_assert_eq!(CpuBackend.msm::<G2>(&loaded, MsmScalars::Host(&scalars)).unwrap(), expected, "n = {}", scalars.len());
         // The same scalars as a range of a polynomial, with other values around them.
         let mut shifted = vec![Fr::one(); 3];
         shifted.extend_from_slice(&scalars);
@@ -504,7 +506,7 @@ proptest! {
         let size = shifted.len().next_power_of_two();
         let poly = CpuBackend.poly_from_host(&shifted, size).unwrap();
         let range = MsmScalars::Poly { poly: &poly, offset: 3, len: scalars.len() };
-        prop_assert_eq!(CpuBackend.msm_g2(&loaded, range).unwrap(), expected, "range, n = {}", scalars.len());
+        prop_assert_eq!(CpuBackend.msm::<G2>(&loaded, range).unwrap(), expected, "range, n = {}", scalars.len());
     }
 }
 
@@ -516,10 +518,16 @@ fn msm_structured_edge_cases() {
     for n in [1usize, 2, 5, 31, 33, 255, 257] {
         let scalars: Vec<Fr> = (0..n).map(|_| Fr::rand(&mut rng)).collect();
 
-        let g1 = CpuBackend.load_g1_bases(vec![G1Affine::zero(); n]).unwrap();
-        let g2 = CpuBackend.load_g2_bases(vec![G2Affine::zero(); n]).unwrap();
-        assert!(CpuBackend.msm_g1(&g1, MsmScalars::Host(&scalars)).unwrap().is_zero(), "identities, n = {n}");
-        assert!(CpuBackend.msm_g2(&g2, MsmScalars::Host(&scalars)).unwrap().is_zero(), "identities, n = {n}");
+        let g1 = CpuBackend.load_bases::<G1>(vec![G1Affine::zero(); n]).unwrap();
+        let g2 = CpuBackend.load_bases::<G2>(vec![G2Affine::zero(); n]).unwrap();
+        assert!(
+            CpuBackend.msm::<G1>(&g1, MsmScalars::Host(&scalars)).unwrap().is_zero(),
+            "identities, n = {n}"
+        );
+        assert!(
+            CpuBackend.msm::<G2>(&g2, MsmScalars::Host(&scalars)).unwrap().is_zero(),
+            "identities, n = {n}"
+        );
 
         // One random base n times; scalars chosen to sum to 0 mod r.
         let p1 = G1Projective::rand(&mut rng).into_affine();
@@ -527,14 +535,14 @@ fn msm_structured_edge_cases() {
         let mut cancelling = scalars.clone();
         let sum: Fr = cancelling[..n - 1].iter().sum();
         cancelling[n - 1] = -sum;
-        let g1 = CpuBackend.load_g1_bases(vec![p1; n]).unwrap();
-        let g2 = CpuBackend.load_g2_bases(vec![p2; n]).unwrap();
+        let g1 = CpuBackend.load_bases::<G1>(vec![p1; n]).unwrap();
+        let g2 = CpuBackend.load_bases::<G2>(vec![p2; n]).unwrap();
         assert!(
-            CpuBackend.msm_g1(&g1, MsmScalars::Host(&cancelling)).unwrap().is_zero(),
+            CpuBackend.msm::<G1>(&g1, MsmScalars::Host(&cancelling)).unwrap().is_zero(),
             "cancelling, n = {n}"
         );
         assert!(
-            CpuBackend.msm_g2(&g2, MsmScalars::Host(&cancelling)).unwrap().is_zero(),
+            CpuBackend.msm::<G2>(&g2, MsmScalars::Host(&cancelling)).unwrap().is_zero(),
             "cancelling, n = {n}"
         );
 
@@ -544,10 +552,10 @@ fn msm_structured_edge_cases() {
         let minus_one = vec![-Fr::one(); n];
         let s1: G1Projective = b1.iter().sum();
         let s2: G2Projective = b2.iter().sum();
-        let g1 = CpuBackend.load_g1_bases(b1).unwrap();
-        let g2 = CpuBackend.load_g2_bases(b2).unwrap();
-        assert_eq!(CpuBackend.msm_g1(&g1, MsmScalars::Host(&minus_one)).unwrap(), -s1, "all −1, n = {n}");
-        assert_eq!(CpuBackend.msm_g2(&g2, MsmScalars::Host(&minus_one)).unwrap(), -s2, "all −1, n = {n}");
+        let g1 = CpuBackend.load_bases::<G1>(b1).unwrap();
+        let g2 = CpuBackend.load_bases::<G2>(b2).unwrap();
+        assert_eq!(CpuBackend.msm::<G1>(&g1, MsmScalars::Host(&minus_one)).unwrap(), -s1, "all −1, n = {n}");
+        assert_eq!(CpuBackend.msm::<G2>(&g2, MsmScalars::Host(&minus_one)).unwrap(), -s2, "all −1, n = {n}");
     }
 }
 
@@ -562,21 +570,21 @@ proptest! {
         log_size in 0u32..=6,
     ) {
         prop_assume!(n != m);
-        let g1 = CpuBackend.load_g1_bases(vec![G1Affine::generator(); n]).unwrap();
-        let g2 = CpuBackend.load_g2_bases(vec![G2Affine::generator(); n]).unwrap();
+        let g1 = CpuBackend.load_bases::<G1>(vec![G1Affine::generator(); n]).unwrap();
+        let g2 = CpuBackend.load_bases::<G2>(vec![G2Affine::generator(); n]).unwrap();
         let scalars = vec![Fr::one(); m];
 
-        let err = CpuBackend.msm_g1(&g1, MsmScalars::Host(&scalars)).unwrap_err();
+        let err = CpuBackend.msm::<G1>(&g1, MsmScalars::Host(&scalars)).unwrap_err();
         prop_assert!(matches!(err, BackendError::LengthMismatch { op: "msm_g1", expected, got }
             if expected == n && got == m), "{:?}", err);
 
-        let err = CpuBackend.msm_g2(&g2, MsmScalars::Host(&scalars)).unwrap_err();
+        let err = CpuBackend.msm::<G2>(&g2, MsmScalars::Host(&scalars)).unwrap_err();
         prop_assert!(matches!(err, BackendError::LengthMismatch { op: "msm_g2", expected, got }
             if expected == n && got == m), "{:?}", err);
 
         let size = 1usize << log_size;
         let poly = CpuBackend.poly_from_host(&[], size).unwrap();
-        let err = CpuBackend.msm_g1(&g1, MsmScalars::Poly { poly: &poly, offset: 0, len: m }).unwrap_err();
+        let err = CpuBackend.msm::<G1>(&g1, MsmScalars::Poly { poly: &poly, offset: 0, len: m }).unwrap_err();
         prop_assert!(matches!(err, BackendError::LengthMismatch { op: "msm_g1", .. }), "{:?}", err);
     }
 }
@@ -585,8 +593,8 @@ proptest! {
 #[test]
 fn loaded_bases_report_their_length() {
     for n in [0usize, 1, 7] {
-        let g1 = CpuBackend.load_g1_bases(vec![G1Affine::generator(); n]).unwrap();
-        let g2 = CpuBackend.load_g2_bases(vec![G2Affine::generator(); n]).unwrap();
+        let g1 = CpuBackend.load_bases::<G1>(vec![G1Affine::generator(); n]).unwrap();
+        let g2 = CpuBackend.load_bases::<G2>(vec![G2Affine::generator(); n]).unwrap();
         assert_eq!((Bases::len(&g1), Bases::is_empty(&g1)), (n, n == 0));
         assert_eq!((Bases::len(&g2), Bases::is_empty(&g2)), (n, n == 0));
     }

@@ -1,14 +1,13 @@
 //! End to end against the oracle: proofs from the CPU backend equal ark-groth16's byte for byte.
 
 use ark_bls12_381::{Bls12_381, Fr};
-use ark_bls12_381::{G1Affine, G1Projective, G2Affine, G2Projective};
 use ark_ff::{UniformRand, Zero};
 use ark_groth16::{Groth16, Proof};
 use ark_relations::gr1cs::ConstraintSynthesizer;
 use ark_serialize::CanonicalSerialize;
 use cuzk_groth16::{
-    prove, prove_staged, stage, Backend, BackendError, CpuBackend, CpuPoly, MsmScalars, NttKind, PolyBackend,
-    PreparedKey, ProveOptions,
+    prove, prove_staged, stage, Affine, Backend, BackendError, CpuBackend, CpuPoly, Curve, DeviceBackend,
+    MsmScalars, NttKind, PolyBackend, PreparedKey, Projective, ProveOptions, Stage,
 };
 use cuzk_synth::{synthesize, SynthesisOptions};
 use cuzk_testkit::{
@@ -38,7 +37,7 @@ fn assert_matches_oracle<C: ConstraintSynthesizer<Fr> + Clone>(name: &str, circu
         let syn = synthesize(circuit.clone(), &SynthesisOptions::default()).unwrap();
         let (proof, times) = prove(&CpuBackend, &key, &syn, r, s, &ProveOptions::default()).unwrap();
         assert_eq!(bytes(&proof), bytes(&expected), "{name}: proof differs from ark-groth16 (r={r}, s={s})");
-        assert!(times.total >= times.witness_map);
+        assert!(times.total >= times.host[Stage::WitnessMap]);
     }
 }
 
@@ -111,9 +110,6 @@ impl PolyBackend for ScalarsInBackend {
     fn name(&self) -> &'static str {
         "cpu-scalars-in-backend"
     }
-    fn scalars_from_host(&self, scalars: &[Fr]) -> Result<Option<CpuPoly>, BackendError> {
-        Ok(Some(CpuPoly(scalars.to_vec())))
-    }
     fn poly_from_host(&self, values: &[Fr], size: usize) -> Result<CpuPoly, BackendError> {
         CpuBackend.poly_from_host(values, size)
     }
@@ -132,27 +128,22 @@ impl PolyBackend for ScalarsInBackend {
 }
 
 impl Backend for ScalarsInBackend {
-    type G1Bases = Vec<G1Affine>;
-    type G2Bases = Vec<G2Affine>;
-    fn load_g1_bases(&self, bases: Vec<G1Affine>) -> Result<Vec<G1Affine>, BackendError> {
+    type Bases<C: Curve> = Vec<Affine<C>>;
+    fn load_bases<C: Curve>(&self, bases: Vec<Affine<C>>) -> Result<Vec<Affine<C>>, BackendError> {
         Ok(bases)
     }
-    fn load_g2_bases(&self, bases: Vec<G2Affine>) -> Result<Vec<G2Affine>, BackendError> {
-        Ok(bases)
-    }
-    fn msm_g1(
+    fn msm<C: Curve>(
         &self,
-        bases: &Vec<G1Affine>,
+        bases: &Vec<Affine<C>>,
         scalars: MsmScalars<'_, CpuPoly>,
-    ) -> Result<G1Projective, BackendError> {
-        CpuBackend.msm_g1(bases, scalars)
+    ) -> Result<Projective<C>, BackendError> {
+        CpuBackend.msm::<C>(bases, scalars)
     }
-    fn msm_g2(
-        &self,
-        bases: &Vec<G2Affine>,
-        scalars: MsmScalars<'_, CpuPoly>,
-    ) -> Result<G2Projective, BackendError> {
-        CpuBackend.msm_g2(bases, scalars)
+}
+
+impl DeviceBackend for ScalarsInBackend {
+    fn scalars_from_host(&self, scalars: &[Fr]) -> Result<Option<CpuPoly>, BackendError> {
+        Ok(Some(CpuPoly(scalars.to_vec())))
     }
 }
 
@@ -194,7 +185,7 @@ fn partitions_staged_ahead_of_their_kernels_give_the_same_proofs() {
     {
         let (proof, times) = prove_staged(&CpuBackend, &cpu, syn, st_cpu, *r, *s, &options).unwrap();
         assert_eq!(bytes(&proof), bytes(want));
-        assert!(times.total >= times.upload + times.witness_map);
+        assert!(times.total >= times.host[Stage::Upload] + times.host[Stage::WitnessMap]);
         let (proof, _) = prove_staged(&ScalarsInBackend, &kept, syn, st_kept, *r, *s, &options).unwrap();
         assert_eq!(bytes(&proof), bytes(want));
     }

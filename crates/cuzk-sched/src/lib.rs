@@ -2,32 +2,62 @@
 #![forbid(unsafe_code)]
 
 mod budget;
+mod config;
 mod oneshot;
+mod priority;
 pub mod report;
 mod scheduler;
-pub mod sim;
 pub mod svg;
 pub mod timeline;
 
-pub use budget::{Budget, BudgetError, Reservation, ResidentReservation};
-pub use scheduler::{Config, JobError, JobHandle, JobId, JobStatus, Priority, Scheduler, SubmitError};
-pub use timeline::{Span, Timeline};
+use std::sync::Arc;
 
-/// A failure inside one stage of one partition.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{stage}: {message}")]
+pub use budget::{Budget, BudgetError, Reservation, ResidentReservation};
+pub use config::Config;
+pub use cuzk_groth16::Stage;
+pub use priority::Priority;
+pub use scheduler::{JobError, JobHandle, JobId, JobStatus, Scheduler, SubmitError};
+pub use timeline::{Lane, Span, SpanKind, Timeline};
+
+/// A failure inside one step of one partition, with the error that caused it (kept with its type, so
+/// a caller can tell a device failure from bad input without reading the message).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{stage}: {source}")]
 pub struct StageError {
-    /// The stage ("synthesis", "upload", "kernels", "finish").
+    /// The step ("synthesis", "upload", "kernels", "finish").
     pub stage: &'static str,
     /// What went wrong.
-    pub message: String,
+    pub source: Arc<dyn std::error::Error + Send + Sync>,
 }
 
 impl StageError {
-    /// A failure of `stage`.
-    pub fn new(stage: &'static str, message: impl Into<String>) -> Self {
-        Self { stage, message: message.into() }
+    /// A failure of `stage` caused by `source` (an error, or a message).
+    pub fn new(stage: &'static str, source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self { stage, source: Arc::from(source.into()) }
     }
+
+    /// The cause, if it is an `E`.
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        self.source.downcast_ref::<E>()
+    }
+}
+
+/// Two stage errors are equal when they name the same step and say the same.
+impl PartialEq for StageError {
+    fn eq(&self, other: &Self) -> bool {
+        self.stage == other.stage && self.source.to_string() == other.source.to_string()
+    }
+}
+
+impl Eq for StageError {}
+
+/// A step that panicked (a circuit's bug, say): the cause of its partition's [`StageError`]. The worker
+/// goes on with the next partition.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("panicked: {message}")]
+pub struct Panicked {
+    /// The panic's message.
+    pub message: String,
 }
 
 /// Where a partition runs on a device: the device ordinal and the arena slot it holds.
@@ -39,7 +69,8 @@ pub struct Placement {
     pub slot: usize,
 }
 
-/// The steps of one partition, implemented by the engine (and by [`sim::SimStages`] in tests).
+/// The steps of one partition, implemented by the engine (and, for tests without a GPU, by the
+/// simulated stages of the dev-only `cuzk-testkit`).
 ///
 /// `upload` runs under the device's memory lock, `kernels` under its kernel lock (until it says its
 /// kernels are queued, or returns), `synthesize` and `finish` under no lock. Each step gets its partition's [`PartitionRef`] for logging.
@@ -66,7 +97,7 @@ pub trait Stages: Send + Sync + 'static {
         at: Placement,
         data: Self::Synthesized,
     ) -> Result<Self::Staged, StageError>;
-    /// Runs the kernels (the kernel lock is held). Report each kernel's device-measured time to `kernels`.
+    /// Runs the kernels (the kernel lock is held). Report each stage's device-measured time to `kernels`.
     /// A device that queues its work can call [`KernelLog::kernels_queued`] once every kernel is queued:
     /// the lock is released then, so the next partition queues its kernels behind these while this
     /// call waits for its results.
@@ -94,8 +125,8 @@ pub struct PartitionRef {
 /// step runs under.
 #[derive(Default)]
 pub struct KernelLog<'a> {
-    /// `(kernel name, device-measured seconds)` in launch order.
-    pub kernels: Vec<(String, f64)>,
+    /// `(stage, device-measured seconds)` in launch order.
+    pub kernels: Vec<(Stage, f64)>,
     /// Releases the kernel lock (the scheduler's; none in tests that call stages directly).
     release: Option<Box<dyn FnOnce() + 'a>>,
     /// When [`KernelLog::kernels_queued`] released the lock.
@@ -117,9 +148,9 @@ impl<'a> KernelLog<'a> {
         Self { kernels: Vec::new(), release: Some(Box::new(release)), released_at: None }
     }
 
-    /// Records one kernel's device-measured duration.
-    pub fn record(&mut self, name: impl Into<String>, seconds: f64) {
-        self.kernels.push((name.into(), seconds));
+    /// Records one stage's device-measured duration.
+    pub fn record(&mut self, stage: Stage, seconds: f64) {
+        self.kernels.push((stage, seconds));
     }
 
     /// Every kernel of the partition is queued on the device: releases the kernel lock now (once;

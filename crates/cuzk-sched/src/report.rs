@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::Span;
+use crate::{Lane, Span, SpanKind};
 
 /// Why the GPU had no kernel running during a gap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -125,8 +125,8 @@ fn steady_utilization(kernels: &[&Span], locks: &[&Span], devices: f64) -> Optio
     if w1 <= w0 {
         return None;
     }
-    let lanes: Vec<&str> = {
-        let mut l: Vec<&str> = kernels.iter().map(|s| s.lane.as_str()).collect();
+    let lanes: Vec<Lane> = {
+        let mut l: Vec<Lane> = kernels.iter().map(|s| s.lane).collect();
         l.sort_unstable();
         l.dedup();
         l
@@ -150,26 +150,26 @@ fn steady_utilization(kernels: &[&Span], locks: &[&Span], devices: f64) -> Optio
 impl TimelineReport {
     /// Analyses spans (as recorded by the scheduler, or read back from JSON lines).
     pub fn from_spans(spans: &[Span]) -> Self {
-        let kernel_lanes: Vec<&str> = {
-            let mut l: Vec<&str> =
-                spans.iter().filter(|s| s.kind.starts_with("kernel:")).map(|s| s.lane.as_str()).collect();
+        let kernel_lanes: Vec<Lane> = {
+            let mut l: Vec<Lane> = spans.iter().filter(|s| s.kind.is_kernel()).map(|s| s.lane).collect();
             l.sort_unstable();
             l.dedup();
             l
         };
         let devices = kernel_lanes.len().max(1) as f64;
-        let kernels: Vec<&Span> = spans.iter().filter(|s| s.kind.starts_with("kernel:")).collect();
+        let kernels: Vec<&Span> = spans.iter().filter(|s| s.kind.is_kernel()).collect();
         let first = kernels.iter().map(|s| s.start_us).fold(f64::INFINITY, f64::min);
         let last = kernels.iter().map(|s| s.end_us).fold(f64::NEG_INFINITY, f64::max);
         let window_us = if kernels.is_empty() { 0.0 } else { last - first };
         let mut busy_us = 0.0;
         let mut gaps = BTreeMap::new();
-        let by_kind = |k: &str| spans.iter().filter(|s| s.kind == k).collect::<Vec<_>>();
-        let (locks, uploads, queued) = (by_kind("kernel_lock"), by_kind("upload"), by_kind("gpu_queue"));
+        let by_kind = |k: SpanKind| spans.iter().filter(|s| s.kind == k).collect::<Vec<_>>();
+        let (locks, uploads, queued) =
+            (by_kind(SpanKind::KernelLock), by_kind(SpanKind::Upload), by_kind(SpanKind::GpuQueue));
         for lane in &kernel_lanes {
-            let device = lane.trim_end_matches("-kernels");
+            let device = lane.device();
             let on = |v: &Vec<&Span>| -> Vec<(f64, f64)> {
-                v.iter().filter(|s| s.lane.starts_with(device)).map(|s| (s.start_us, s.end_us)).collect()
+                v.iter().filter(|s| s.lane.device() == device).map(|s| (s.start_us, s.end_us)).collect()
             };
             let busy =
                 union(kernels.iter().filter(|s| s.lane == *lane).map(|s| (s.start_us, s.end_us)).collect());
@@ -210,13 +210,13 @@ impl TimelineReport {
         let mut jobs: BTreeMap<u64, (f64, f64, f64)> = BTreeMap::new();
         for s in spans {
             let entry = jobs.entry(s.job).or_insert((f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY));
-            if s.kind == "queued" {
+            if s.kind == SpanKind::Queued {
                 entry.0 = entry.0.min(s.start_us);
             }
-            if s.kind == "synthesis" {
+            if s.kind == SpanKind::Synthesis {
                 entry.1 = entry.1.min(s.start_us);
             }
-            if s.kind == "finish" {
+            if s.kind == SpanKind::Finish {
                 entry.2 = entry.2.max(s.end_us);
             }
         }
@@ -303,11 +303,13 @@ pub fn parse_json_lines(text: &str) -> Result<Vec<Span>, String> {
                     .map(str::to_owned)
                     .ok_or_else(|| format!("line {}: `{k}` is missing or not a string", i + 1))
             };
+            let kind = text("kind")?.parse().map_err(|e| format!("line {}: {e}", i + 1))?;
+            let lane = text("lane")?.parse().map_err(|e| format!("line {}: {e}", i + 1))?;
             Ok(Span {
                 job: num("job")? as u64,
                 partition: num("partition")? as usize,
-                kind: text("kind")?,
-                lane: text("lane")?,
+                kind,
+                lane,
                 start_us: num("start_us")?,
                 end_us: num("end_us")?,
             })
@@ -323,8 +325,8 @@ mod tests {
         Span {
             job: 0,
             partition,
-            kind: kind.into(),
-            lane: lane.into(),
+            kind: kind.parse().unwrap(),
+            lane: lane.parse().unwrap(),
             start_us: start_ms * 1e3,
             end_us: end_ms * 1e3,
         }
@@ -338,8 +340,8 @@ mod tests {
         let mut t = 0.0;
         for p in 0..20 {
             let hold = if p == 0 || p == 19 { 109.0 } else { 10.0 };
-            spans.push(span(p, "kernel_lock", "dev0-worker0", t, t + hold));
-            spans.push(span(p, "kernel:msm", "dev0-kernels", t + hold - 9.0, t + hold));
+            spans.push(span(p, "kernel_lock", "gpu0-w0", t, t + hold));
+            spans.push(span(p, "kernel:msms", "gpu0-kernels", t + hold - 9.0, t + hold));
             t += hold;
         }
         let r = TimelineReport::from_spans(&spans);

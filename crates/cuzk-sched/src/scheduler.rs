@@ -1,4 +1,22 @@
 //! Jobs, queues and the worker threads.
+//!
+//! Threads, not async: `partition_workers` synthesis threads, `priority_workers` synthesis threads that
+//! take only high and urgent partitions, and `gpu_workers_per_device` threads per device share one
+//! mutex-guarded pair of priority queues (synthesis, GPU), ordered by (priority, job sequence,
+//! partition index). A synthesis worker reserves the partition's host bytes from the [`Budget`]
+//! (waiting, never exceeding it; waiters are served by priority, then age), synthesizes, and queues the
+//! result with its reservation.
+//!
+//! A GPU worker takes its device's memory lock (the slot table) to claim a slot and upload, releases
+//! the reservation as soon as the upload is done, then takes the kernel lock only for the kernels: a
+//! stage that queues its work calls [`KernelLog::kernels_queued`] once every kernel is queued, which
+//! releases the lock, so its host epilogue overlaps the next partition's kernels. `merge_locks`
+//! collapses both into one lock held to the end of the step, for comparison.
+//!
+//! Every step is a [`crate::Span`] on one clock. Kernel spans carry the durations the stages report
+//! (device events, for a GPU), laid end to end on the device's kernel lane in kernel-lock order, each
+//! partition's from when it took the lock or from the end of the previous partition's kernels,
+//! whichever is later. A [`JobHandle`] can be waited on from a thread or `.await`ed in any runtime.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap};
@@ -8,7 +26,8 @@ use std::time::{Duration, Instant};
 
 use crate::oneshot::{self, Receiver, Recv, Sender};
 use crate::{
-    Budget, BudgetError, KernelLog, PartitionRef, Placement, Reservation, StageError, Stages, Timeline,
+    Budget, BudgetError, Config, KernelLog, Lane, PartitionRef, Placement, Priority, Reservation, SpanKind,
+    Stage, StageError, Stages, Timeline,
 };
 
 /// A job's identity, chosen by the caller.
@@ -18,72 +37,6 @@ pub struct JobId(pub u64);
 impl std::fmt::Display for JobId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "job {}", self.0)
-    }
-}
-
-/// How urgent a job is. Higher priorities take every free worker first, at partition boundaries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub enum Priority {
-    /// Background work.
-    Low,
-    /// The default.
-    #[default]
-    Normal,
-    /// Ahead of normal work.
-    High,
-    /// Proofs that must never wait behind bulk work (e.g. WinningPoSt).
-    Urgent,
-}
-
-/// How the scheduler is laid out.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    /// CPU workers that synthesize partitions.
-    pub partition_workers: usize,
-    /// More synthesis workers that take only high and urgent partitions, so those start at once even
-    /// while every other worker is busy with bulk work.
-    pub priority_workers: usize,
-    /// GPUs (or simulated devices).
-    pub devices: usize,
-    /// GPU workers per device.
-    pub gpu_workers_per_device: usize,
-    /// Partition-sized arena slots per device (from the device's free memory, for a real GPU).
-    pub slots_per_device: usize,
-    /// The host memory budget in bytes (default: three quarters of the memory available when the
-    /// configuration is made, or 16 GiB where that cannot be read).
-    pub host_budget_bytes: u64,
-    /// Use one lock for upload and kernels instead of two (to measure what the split buys).
-    pub merge_locks: bool,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            partition_workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
-            priority_workers: 1,
-            devices: 1,
-            gpu_workers_per_device: 2,
-            slots_per_device: 2,
-            host_budget_bytes: available_memory().map_or(16 << 30, |b| b / 4 * 3),
-            merge_locks: false,
-        }
-    }
-}
-
-/// Bytes of memory available to new work (Linux: `MemAvailable` of `/proc/meminfo`).
-fn available_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    parse_mem_available(&info)
-}
-
-/// The `MemAvailable` line of a `/proc/meminfo` text, in bytes.
-fn parse_mem_available(info: &str) -> Option<u64> {
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let mut words = line.split_whitespace().skip(1);
-    let value: u64 = words.next()?.parse().ok()?;
-    match words.next() {
-        Some("kB") => value.checked_mul(1024),
-        _ => None,
     }
 }
 
@@ -224,7 +177,7 @@ struct Device {
     /// releases it once they are queued).
     kernel: Mutex<()>,
     /// The device's kernel lane on the timeline, laid out in kernel-lock order.
-    lane: Mutex<Lane>,
+    lane: Mutex<LaneState>,
     lane_laid: Condvar,
 }
 
@@ -232,7 +185,7 @@ struct Device {
 /// workers took the kernel lock; a worker takes a ticket then, and lays its kernels on the lane after
 /// the previous ticket's, starting no earlier than their end.
 #[derive(Default)]
-struct Lane {
+struct LaneState {
     next_ticket: u64,
     /// Tickets laid so far (the next to lay is this one).
     laid: u64,
@@ -264,7 +217,7 @@ fn guarded<T>(stage: &'static str, f: impl FnOnce() -> Result<T, StageError>) ->
             .map(|s| (*s).to_owned())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "no message".into());
-        Err(StageError::new(stage, format!("panicked: {message}")))
+        Err(StageError::new(stage, crate::Panicked { message }))
     })
 }
 
@@ -312,6 +265,12 @@ impl<S: Stages> Inner<S> {
 
     /// Hands a partition's result to its job; the job's outcome is sent once, then the job is forgotten.
     fn deliver(&self, part: PartitionRef, result: Result<S::Output, JobError>) {
+        match &result {
+            Ok(_) => tracing::debug!(job = part.job.0, partition = part.index, "partition done"),
+            Err(e) => {
+                tracing::warn!(job = part.job.0, partition = part.index, error = %e, "partition failed")
+            }
+        }
         let mut q = self.queues();
         let Some(job) = q.jobs.get_mut(&part.job) else { return };
         match result {
@@ -384,13 +343,15 @@ impl<S: Stages> Inner<S> {
     }
 
     /// A synthesis worker; one with `min` above `Low` takes only partitions of that priority or higher.
-    fn synth_worker(self: &Arc<Self>, lane: String, min: Priority) {
+    fn synth_worker(self: &Arc<Self>, lane: Lane, min: Priority) {
         loop {
             let Some(work) = self.next_work(&self.synth_ready, min, |q| (&mut q.jobs, &mut q.synth)) else {
                 return;
             };
             let part = PartitionRef { job: work.job, index: work.index };
-            self.timeline.span(work.job.0, work.index, "queued", "queue", work.since);
+            let _span =
+                tracing::debug_span!("partition", job = work.job.0, partition = work.index, %lane).entered();
+            self.timeline.span(work.job.0, work.index, SpanKind::Queued, Lane::Queue, work.since);
             self.set_state(part, PartState::Synthesizing);
             let t = Instant::now();
             let reservation =
@@ -401,10 +362,10 @@ impl<S: Stages> Inner<S> {
                         continue;
                     }
                 };
-            self.timeline.span(work.job.0, work.index, "budget_wait", &lane, t);
+            self.timeline.span(work.job.0, work.index, SpanKind::BudgetWait, lane, t);
             let t = Instant::now();
             let result = guarded("synthesis", || self.stages.synthesize(part, work.payload));
-            self.timeline.span(work.job.0, work.index, "synthesis", &lane, t);
+            self.timeline.span(work.job.0, work.index, SpanKind::Synthesis, lane, t);
             match result {
                 Ok(data) => {
                     let mut q = self.queues();
@@ -438,9 +399,9 @@ impl<S: Stages> Inner<S> {
         dev: &Device,
         ticket: u64,
         part: PartitionRef,
-        kernel_lane: &str,
+        kernel_lane: Lane,
         held: Instant,
-        kernels: &[(String, f64)],
+        kernels: &[(Stage, f64)],
     ) {
         let mut l = lock(&dev.lane);
         while l.laid != ticket {
@@ -452,8 +413,8 @@ impl<S: Stages> Inner<S> {
             self.timeline.push(crate::Span {
                 job: part.job.0,
                 partition: part.index,
-                kind: format!("kernel:{name}"),
-                lane: kernel_lane.to_owned(),
+                kind: SpanKind::Kernel(*name),
+                lane: kernel_lane,
                 start_us: start,
                 end_us: end,
             });
@@ -466,8 +427,8 @@ impl<S: Stages> Inner<S> {
     }
 
     fn gpu_worker(self: &Arc<Self>, device: usize, id: usize) {
-        let lane = format!("gpu{device}-w{id}");
-        let kernel_lane = format!("gpu{device}-kernels");
+        let lane = Lane::GpuWorker { device, worker: id };
+        let kernel_lane = Lane::Kernels { device };
         let Some(dev) = self.devices.get(device) else { return };
         loop {
             let Some(work) = self.next_work(&self.gpu_ready, Priority::Low, |q| (&mut q.jobs, &mut q.gpu))
@@ -476,7 +437,8 @@ impl<S: Stages> Inner<S> {
             };
             let (job, index) = (work.job, work.index);
             let part = PartitionRef { job, index };
-            self.timeline.span(job.0, index, "gpu_queue", "queue", work.since);
+            let _span = tracing::debug_span!("partition", job = job.0, partition = index, %lane).entered();
+            self.timeline.span(job.0, index, SpanKind::GpuQueue, Lane::Queue, work.since);
             self.set_state(part, PartState::OnGpu);
             let (data, mut reservation) = work.payload;
 
@@ -494,21 +456,21 @@ impl<S: Stages> Inner<S> {
             if let Some(s) = slots.get_mut(slot) {
                 *s = false;
             }
-            self.timeline.span(job.0, index, "memory_lock_wait", &lane, t);
+            self.timeline.span(job.0, index, SpanKind::MemoryLockWait, lane, t);
             let at = Placement { device, slot };
             let held = Instant::now();
             let t = Instant::now();
             let staged = guarded("upload", || self.stages.upload(part, at, data));
-            self.timeline.span(job.0, index, "upload", &lane, t);
+            self.timeline.span(job.0, index, SpanKind::Upload, lane, t);
             // The partition's host data is on the device (or failed): give its budget back now.
             reservation.release(u64::MAX);
             drop(slots);
-            self.timeline.span(job.0, index, "memory_lock", &lane, held);
+            self.timeline.span(job.0, index, SpanKind::MemoryLock, lane, held);
 
             let computed = staged.and_then(|staged| {
                 let t = Instant::now();
                 let kernel_guard = if merged.is_some() { None } else { Some(lock(&dev.kernel)) };
-                self.timeline.span(job.0, index, "kernel_lock_wait", &lane, t);
+                self.timeline.span(job.0, index, SpanKind::KernelLockWait, lane, t);
                 let held = Instant::now();
                 // Taken under the kernel lock: the device runs the partitions' kernels in this order.
                 let ticket = {
@@ -529,12 +491,12 @@ impl<S: Stages> Inner<S> {
                 self.timeline.push(crate::Span {
                     job: job.0,
                     partition: index,
-                    kind: "kernel_lock".into(),
-                    lane: lane.clone(),
+                    kind: SpanKind::KernelLock,
+                    lane,
                     start_us: self.timeline.at(held),
                     end_us: self.timeline.at(released),
                 });
-                self.lay_kernels(dev, ticket, part, &kernel_lane, held, &kernels);
+                self.lay_kernels(dev, ticket, part, kernel_lane, held, &kernels);
                 result
             });
             drop(merged);
@@ -548,7 +510,7 @@ impl<S: Stages> Inner<S> {
 
             let t = Instant::now();
             let output = computed.and_then(|c| guarded("finish", || self.stages.finish(part, c)));
-            self.timeline.span(job.0, index, "finish", &lane, t);
+            self.timeline.span(job.0, index, SpanKind::Finish, lane, t);
             self.deliver(part, output.map_err(|source| JobError::Partition { index, source }));
         }
     }
@@ -635,7 +597,7 @@ impl<S: Stages> Scheduler<S> {
                 slots: Mutex::new(vec![true; config.slots_per_device.max(1)]),
                 slot_freed: Condvar::new(),
                 kernel: Mutex::new(()),
-                lane: Mutex::new(Lane::default()),
+                lane: Mutex::new(LaneState::default()),
                 lane_laid: Condvar::new(),
             })
             .collect();
@@ -658,12 +620,12 @@ impl<S: Stages> Scheduler<S> {
         let mut threads = Vec::new();
         for i in 0..inner.config.partition_workers.max(1) {
             let inner = inner.clone();
-            threads.push(std::thread::spawn(move || inner.synth_worker(format!("synth-{i}"), Priority::Low)));
+            threads.push(std::thread::spawn(move || inner.synth_worker(Lane::Synth(i), Priority::Low)));
         }
         for i in 0..inner.config.priority_workers {
             let inner = inner.clone();
             threads
-                .push(std::thread::spawn(move || inner.synth_worker(format!("synth-p{i}"), Priority::High)));
+                .push(std::thread::spawn(move || inner.synth_worker(Lane::PrioritySynth(i), Priority::High)));
         }
         for d in 0..inner.config.devices.max(1) {
             for w in 0..inner.config.gpu_workers_per_device.max(1) {
@@ -769,20 +731,5 @@ impl<S: Stages> Drop for Scheduler<S> {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_default_budget_comes_from_available_memory() {
-        let info = "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   20000000 kB\n";
-        assert_eq!(parse_mem_available(info), Some(20_000_000 * 1024));
-        assert_eq!(parse_mem_available("MemTotal: 5 kB\n"), None);
-        assert_eq!(parse_mem_available("MemAvailable: lots\n"), None);
-        assert_eq!(parse_mem_available("MemAvailable: 5 MB\n"), None, "only kB is what the kernel writes");
-        assert!(Config::default().host_budget_bytes > 0);
     }
 }

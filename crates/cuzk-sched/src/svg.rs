@@ -3,48 +3,40 @@
 //! step, waits pale, lock holds as thin bars under a worker's row. Every bar has a tooltip (job,
 //! partition, step, duration).
 
-use crate::Span;
+use cuzk_groth16::Stage;
+
+use crate::{Lane, Span, SpanKind};
 
 /// Colours by step; waits are pale so the eye goes to work.
-fn colour(kind: &str) -> &'static str {
+fn colour(kind: SpanKind) -> &'static str {
     match kind {
-        "synthesis" => "#4e79a7",
-        "upload" => "#f28e2b",
-        "finish" => "#b07aa1",
-        "budget_wait" | "memory_lock_wait" | "kernel_lock_wait" => "#d9d9d9",
-        "memory_lock" => "#f6c28b",
-        "kernel_lock" => "#8cd17d",
-        k if k.starts_with("kernel:msm") => "#59a14f",
-        k if k.starts_with("kernel:") => "#2f7d32",
+        SpanKind::Synthesis => "#4e79a7",
+        SpanKind::Upload => "#f28e2b",
+        SpanKind::Finish => "#b07aa1",
+        k if k.is_wait() => "#d9d9d9",
+        SpanKind::MemoryLock => "#f6c28b",
+        SpanKind::KernelLock => "#8cd17d",
+        SpanKind::Kernel(s) if s == Stage::Msms || Stage::MSMS.contains(&s) => "#59a14f",
+        SpanKind::Kernel(_) => "#2f7d32",
         _ => "#9c9c9c",
     }
-}
-
-/// Lock holds are drawn thin, under the steps they bracket.
-fn is_hold(kind: &str) -> bool {
-    matches!(kind, "memory_lock" | "kernel_lock")
 }
 
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// Lanes in reading order: synthesis workers by number, then each device's workers and its kernels.
-/// The queue lane (per-partition waiting, which overlaps itself) is left out.
-fn lanes(spans: &[Span]) -> Vec<String> {
-    let mut lanes: Vec<String> = spans.iter().map(|s| s.lane.clone()).filter(|l| l != "queue").collect();
-    let key = |l: &String| {
-        let digits =
-            |s: &str| s.chars().filter(char::is_ascii_digit).collect::<String>().parse::<u64>().unwrap_or(0);
-        match l.strip_prefix("synth-") {
-            // Priority workers ("synth-pN") after the others.
-            Some(n) => (0, u64::from(n.starts_with('p')), digits(n), l.clone()),
-            None => {
-                let (device, rest) = l.split_once('-').unwrap_or((l, ""));
-                let kernels = u64::from(rest == "kernels");
-                (1, digits(device), kernels * 1000 + digits(rest), l.clone())
-            }
-        }
+/// Lanes in reading order: synthesis workers by number (priority workers after the others), then
+/// each device's workers and its kernels. The queue lane (per-partition waiting, which overlaps itself)
+/// is left out.
+fn lanes(spans: &[Span]) -> Vec<Lane> {
+    let mut lanes: Vec<Lane> = spans.iter().map(|s| s.lane).filter(|l| *l != Lane::Queue).collect();
+    let key = |l: &Lane| match *l {
+        Lane::Synth(n) => (0, 0, n, 0),
+        Lane::PrioritySynth(n) => (0, 1, n, 0),
+        Lane::GpuWorker { device, worker } => (1, device, 0, worker),
+        Lane::Kernels { device } => (1, device, 1, 0),
+        Lane::Queue => (2, 0, 0, 0),
     };
     lanes.sort_by_key(key);
     lanes.dedup();
@@ -54,7 +46,7 @@ fn lanes(spans: &[Span]) -> Vec<String> {
 /// Renders `spans` with `title` above. Fails when there is nothing to draw.
 pub fn gantt(spans: &[Span], title: &str) -> Result<String, String> {
     let lanes = lanes(spans);
-    let drawn: Vec<&Span> = spans.iter().filter(|s| s.lane != "queue").collect();
+    let drawn: Vec<&Span> = spans.iter().filter(|s| s.lane != Lane::Queue).collect();
     let (Some(t0), Some(t1)) = (
         drawn.iter().map(|s| s.start_us).min_by(f64::total_cmp),
         drawn.iter().map(|s| s.end_us).max_by(f64::total_cmp),
@@ -91,40 +83,40 @@ pub fn gantt(spans: &[Span], title: &str) -> Result<String, String> {
     }
     for (i, lane) in lanes.iter().enumerate() {
         let y = top + row_h * i as f64;
-        out += &format!("<text x=\"4\" y=\"{:.1}\">{}</text>\n", y + row_h * 0.65, escape(lane));
-        let mut row: Vec<&&Span> = drawn.iter().filter(|s| &s.lane == lane).collect();
+        out += &format!("<text x=\"4\" y=\"{:.1}\">{}</text>\n", y + row_h * 0.65, lane);
+        let mut row: Vec<&&Span> = drawn.iter().filter(|s| s.lane == *lane).collect();
         // Holds first, so the steps they bracket are drawn over them.
-        row.sort_by_key(|s| !is_hold(&s.kind));
+        row.sort_by_key(|s| !s.kind.is_hold());
         for s in row {
             let (x0, x1) = (x(s.start_us), x(s.end_us));
-            let (ry, rh) = if is_hold(&s.kind) { (y + row_h - 5.0, 4.0) } else { (y + 2.0, row_h - 8.0) };
+            let (ry, rh) = if s.kind.is_hold() { (y + row_h - 5.0, 4.0) } else { (y + 2.0, row_h - 8.0) };
             out += &format!(
                 "<rect x=\"{x0:.2}\" y=\"{ry:.1}\" width=\"{:.2}\" height=\"{rh:.1}\" fill=\"{}\"><title>job {} partition {}: {} {:.3} ms</title></rect>\n",
                 (x1 - x0).max(0.5),
-                colour(&s.kind),
+                colour(s.kind),
                 s.job,
                 s.partition,
-                escape(&s.kind),
+                s.kind,
                 s.duration_us() / 1e3
             );
         }
     }
     let legend = [
-        ("synthesis", "synthesis"),
-        ("upload", "upload"),
-        ("kernel:msm", "MSM kernels"),
-        ("kernel:witness_map", "other kernels"),
-        ("finish", "finish"),
-        ("kernel_lock_wait", "waits"),
-        ("memory_lock", "memory lock held"),
-        ("kernel_lock", "kernel lock held"),
+        (SpanKind::Synthesis, "synthesis"),
+        (SpanKind::Upload, "upload"),
+        (SpanKind::Kernel(Stage::MsmH), "MSM kernels"),
+        (SpanKind::Kernel(Stage::WitnessMap), "other kernels"),
+        (SpanKind::Finish, "finish"),
+        (SpanKind::KernelLockWait, "waits"),
+        (SpanKind::MemoryLock, "memory lock held"),
+        (SpanKind::KernelLock, "kernel lock held"),
     ];
     for (i, (kind, label)) in legend.iter().enumerate() {
         let lx = label_w + 170.0 * i as f64;
         let ly = bottom + 30.0;
         out += &format!(
             "<rect x=\"{lx}\" y=\"{ly}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{label}</text>\n",
-            colour(kind),
+            colour(*kind),
             lx + 16.0,
             ly + 10.0
         );
@@ -138,7 +130,14 @@ mod tests {
     use super::*;
 
     fn span(kind: &str, lane: &str, start_us: f64, end_us: f64) -> Span {
-        Span { job: 1, partition: 2, kind: kind.into(), lane: lane.into(), start_us, end_us }
+        Span {
+            job: 1,
+            partition: 2,
+            kind: kind.parse().unwrap(),
+            lane: lane.parse().unwrap(),
+            start_us,
+            end_us,
+        }
     }
 
     #[test]

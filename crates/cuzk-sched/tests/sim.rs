@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use cuzk_sched::sim::SimStages;
-use cuzk_sched::{Config, JobError, JobId, Priority, Scheduler, Span, SubmitError};
+use cuzk_sched::{Config, JobError, JobId, Lane, Priority, Scheduler, Span, SpanKind, Stage, SubmitError};
+use cuzk_testkit::sim::SimStages;
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -12,7 +12,10 @@ fn stages(synth_ms: u32, upload_ms: u32, kernel_ms: u32) -> SimStages {
     SimStages {
         synthesis: synth_ms * MS,
         upload: upload_ms * MS,
-        kernels: vec![("ntt", kernel_ms / 2 * MS), ("msm", (kernel_ms - kernel_ms / 2) * MS)],
+        kernels: vec![
+            (Stage::WitnessMap, kernel_ms / 2 * MS),
+            (Stage::Msms, (kernel_ms - kernel_ms / 2) * MS),
+        ],
         finish: MS,
         host_bytes: 100,
         ..SimStages::default()
@@ -31,7 +34,7 @@ fn config(workers: usize, gpu_workers: usize) -> Config {
     }
 }
 
-fn spans_of<'a>(spans: &'a [Span], kind: &str) -> Vec<&'a Span> {
+fn spans_of(spans: &[Span], kind: SpanKind) -> Vec<&Span> {
     spans.iter().filter(|s| s.kind == kind).collect()
 }
 
@@ -53,7 +56,7 @@ fn oldest_job_first_within_a_priority() {
     a.wait().unwrap();
     b.wait().unwrap();
     let order: Vec<(u64, usize)> =
-        spans_of(&s.timeline().spans(), "synthesis").iter().map(|s| (s.job, s.partition)).collect();
+        spans_of(&s.timeline().spans(), SpanKind::Synthesis).iter().map(|s| (s.job, s.partition)).collect();
     assert_eq!(order, vec![(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)]);
 }
 
@@ -66,8 +69,10 @@ fn urgent_job_overtakes_at_the_next_partition_boundary() {
     urgent.wait().unwrap();
     assert!(bulk.status().is_some_and(|st| st.done < 6), "the bulk job is still running");
     bulk.wait().unwrap();
-    let synth =
-        spans_of(&s.timeline().spans(), "synthesis").iter().map(|s| (s.job, s.partition)).collect::<Vec<_>>();
+    let synth = spans_of(&s.timeline().spans(), SpanKind::Synthesis)
+        .iter()
+        .map(|s| (s.job, s.partition))
+        .collect::<Vec<_>>();
     let urgent_pos = synth.iter().position(|p| *p == (2, 0)).unwrap();
     // The bulk job had at most its first two partitions started when the urgent job arrived.
     assert!(urgent_pos <= 3, "urgent synthesized at position {urgent_pos} of {synth:?}");
@@ -87,11 +92,11 @@ fn a_priority_worker_starts_urgent_work_at_once_and_never_takes_bulk_work() {
     assert!(t.elapsed() < 160 * MS, "urgent took {:?}", t.elapsed());
     bulk.wait().unwrap();
     let spans = s.timeline().spans();
-    let lanes = |job: u64| -> Vec<String> {
-        spans_of(&spans, "synthesis").iter().filter(|s| s.job == job).map(|s| s.lane.clone()).collect()
+    let lanes = |job: u64| -> Vec<Lane> {
+        spans_of(&spans, SpanKind::Synthesis).iter().filter(|s| s.job == job).map(|s| s.lane).collect()
     };
-    assert_eq!(lanes(2), ["synth-p0"], "the urgent partition runs on the priority worker");
-    assert_eq!(lanes(1), ["synth-0"; 3], "bulk partitions never run on the priority worker");
+    assert_eq!(lanes(2), [Lane::PrioritySynth(0)], "the urgent partition runs on the priority worker");
+    assert_eq!(lanes(1), [Lane::Synth(0); 3], "bulk partitions never run on the priority worker");
 }
 
 #[test]
@@ -108,7 +113,7 @@ fn an_urgent_partition_takes_the_next_room_in_a_full_budget() {
     urgent.wait().unwrap();
     bulk.wait().unwrap();
     let spans = s.timeline().spans();
-    let mut synth: Vec<&Span> = spans_of(&spans, "synthesis");
+    let mut synth: Vec<&Span> = spans_of(&spans, SpanKind::Synthesis);
     synth.sort_by(|a, b| a.start_us.total_cmp(&b.start_us));
     let order: Vec<(u64, usize)> = synth.iter().map(|s| (s.job, s.partition)).collect();
     assert_eq!(
@@ -126,8 +131,8 @@ fn upload_of_the_next_partition_overlaps_the_kernels_of_the_previous() {
         let s = Scheduler::new(stages(1, 20, 40), cfg);
         s.submit(JobId(1), Priority::Normal, None, vec![0; 6]).unwrap().wait().unwrap();
         let spans = s.timeline().spans();
-        let uploads = spans_of(&spans, "upload");
-        let kernels = spans_of(&spans, "kernel_lock");
+        let uploads = spans_of(&spans, SpanKind::Upload);
+        let kernels = spans_of(&spans, SpanKind::KernelLock);
         uploads.iter().filter(|u| kernels.iter().any(|k| k.partition != u.partition && k.overlaps(u))).count()
     };
     assert!(overlap(false) >= 3, "with two locks uploads overlap kernels");
@@ -139,9 +144,9 @@ fn kernel_time_is_device_measured_and_laid_out_on_its_own_lane() {
     let s = Scheduler::new(stages(1, 1, 30), config(2, 2));
     s.submit(JobId(9), Priority::Normal, None, vec![0; 2]).unwrap().wait().unwrap();
     let spans = s.timeline().spans();
-    let kernels: Vec<_> = spans.iter().filter(|s| s.kind.starts_with("kernel:")).collect();
+    let kernels: Vec<_> = spans.iter().filter(|s| s.kind.is_kernel()).collect();
     assert_eq!(kernels.len(), 4);
-    assert!(kernels.iter().all(|k| k.lane == "gpu0-kernels"));
+    assert!(kernels.iter().all(|k| k.lane == Lane::Kernels { device: 0 }));
     let total: f64 = kernels.iter().map(|k| k.duration_us()).sum();
     assert!((total - 60_000.0).abs() < 1.0, "kernel spans carry the reported durations: {total}");
 }
@@ -159,7 +164,7 @@ fn releasing_the_kernel_lock_once_queued_keeps_the_device_busy_through_the_host_
         assert_eq!(out.iter().map(|(tag, _)| *tag).collect::<Vec<_>>(), (0..12).collect::<Vec<_>>());
         let spans = s.timeline().spans();
         // The device runs one partition's kernels at a time: its lane never overlaps itself.
-        let mut lane: Vec<_> = spans.iter().filter(|s| s.kind.starts_with("kernel:")).collect();
+        let mut lane: Vec<_> = spans.iter().filter(|s| s.kind.is_kernel()).collect();
         lane.sort_by(|a, b| a.start_us.total_cmp(&b.start_us));
         assert!(lane.windows(2).all(|w| w[1].start_us >= w[0].end_us - 1e-6), "kernel spans overlap");
         TimelineReport::from_spans(&spans)
@@ -182,7 +187,7 @@ fn synthesis_waits_for_budget_instead_of_exceeding_it() {
     assert!(s.budget().peak() <= 300, "peak {} over the budget", s.budget().peak());
     assert_eq!(s.budget().peak(), 300, "the budget was the limit");
     assert_eq!(s.budget().used(), 0, "everything was given back");
-    assert!(spans_of(&s.timeline().spans(), "budget_wait").iter().any(|w| w.duration_us() > 1000.0));
+    assert!(spans_of(&s.timeline().spans(), SpanKind::BudgetWait).iter().any(|w| w.duration_us() > 1000.0));
 }
 
 #[test]
@@ -205,7 +210,8 @@ fn cancel_drops_queued_work_returns_budget_and_spares_other_jobs() {
     assert!(!victim.cancel(), "a second cancel finds nothing");
     assert_eq!(victim.wait().unwrap_err(), JobError::Cancelled);
     assert_eq!(other.wait().unwrap().len(), 2);
-    let synthesized = spans_of(&s.timeline().spans(), "synthesis").iter().filter(|s| s.job == 1).count();
+    let synthesized =
+        spans_of(&s.timeline().spans(), SpanKind::Synthesis).iter().filter(|s| s.job == 1).count();
     assert!(synthesized < 20, "queued partitions were dropped ({synthesized} synthesized)");
     std::thread::sleep(30 * MS);
     assert_eq!(s.budget().used(), 0);

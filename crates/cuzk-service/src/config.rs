@@ -6,6 +6,83 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+/// Why a configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The text is not a valid configuration (TOML syntax, an unknown field, a wrong type).
+    #[error("{}{source}", path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
+    Parse {
+        /// The file, when read from one.
+        path: Option<PathBuf>,
+        /// The parser's error.
+        #[source]
+        source: Box<toml::de::Error>,
+    },
+    /// A field holds a value the daemon cannot use.
+    #[error("{field} = {value}: {expected}")]
+    Invalid {
+        /// The field.
+        field: &'static str,
+        /// Its value, as written.
+        value: String,
+        /// What it must be.
+        expected: String,
+    },
+}
+
+/// Where the API listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listen {
+    /// A TCP address (`HOST:PORT`; port 0 picks a free one).
+    Tcp(String),
+    /// A Unix socket path (`unix:///path`).
+    Unix(std::path::PathBuf),
+}
+
+/// An address that is neither `HOST:PORT` nor `unix:///path`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AddressError {
+    /// Neither form.
+    #[error("{0:?} is neither HOST:PORT nor unix:///path")]
+    Unknown(String),
+    /// The Unix socket path is empty.
+    #[error("{0:?}: the Unix socket path is empty")]
+    EmptySocketPath(String),
+}
+
+impl std::str::FromStr for Listen {
+    type Err = AddressError;
+
+    fn from_str(s: &str) -> Result<Self, AddressError> {
+        match s.strip_prefix("unix://") {
+            Some("") => Err(AddressError::EmptySocketPath(s.to_owned())),
+            Some(path) => Ok(Listen::Unix(path.into())),
+            None if s.contains(':') => Ok(Listen::Tcp(s.to_owned())),
+            None => Err(AddressError::Unknown(s.to_owned())),
+        }
+    }
+}
+
+/// How the daemon writes its logs (to standard error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
 /// What happens to proofs still queued or running when the daemon is asked to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -58,6 +135,11 @@ pub struct ServiceConfig {
     pub shutdown_grace_secs: u64,
     /// Verify every proof against its key before returning it.
     pub verify_proofs: bool,
+    /// Which logs to write: a level (`error`, `warn`, `info`, `debug`, `trace`) or `tracing` filter
+    /// directives; `RUST_LOG`, when set, takes precedence.
+    pub log_level: String,
+    /// `text` or `json`.
+    pub log_format: LogFormat,
 }
 
 impl Default for ServiceConfig {
@@ -82,6 +164,8 @@ impl Default for ServiceConfig {
             shutdown: ShutdownPolicy::Finish,
             shutdown_grace_secs: 600,
             verify_proofs: true,
+            log_level: "info".into(),
+            log_format: LogFormat::Text,
         }
     }
 }
@@ -134,26 +218,40 @@ shutdown = "finish"
 shutdown_grace_secs = 600
 # Verify every proof against its key before returning it.
 verify_proofs = true
+# Logs go to standard error: a level ("error", "warn", "info", "debug", "trace") or filter directives
+# such as "info,cuzk_sched=debug" (partition spans and steps are at debug); RUST_LOG, when set, wins.
+log_level = "info"
+# "text" (human-readable lines) or "json" (one object per line, with the job and partition spans).
+log_format = "text"
 "#;
 
 impl ServiceConfig {
     /// Parses a TOML document; unknown fields are errors.
-    pub fn from_toml(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse { path: None, source: Box::new(e) })
     }
 
     /// Reads and parses a TOML file.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        Self::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        toml::from_str(&text)
+            .map_err(|e| ConfigError::Parse { path: Some(path.to_owned()), source: Box::new(e) })
     }
 
     /// The engine configuration these settings ask for.
-    pub fn engine(&self) -> Result<cuzk::Config, String> {
-        let backend: cuzk::BackendKind = self.backend.parse().map_err(|e| format!("backend: {e}"))?;
+    pub fn engine(&self) -> Result<cuzk::Config, ConfigError> {
+        let backend: cuzk::BackendKind = self.backend.parse().map_err(|e| ConfigError::Invalid {
+            field: "backend",
+            value: format!("{:?}", self.backend),
+            expected: e,
+        })?;
         if !(self.host_budget_gib.is_finite() && self.host_budget_gib >= 0.0) {
-            return Err(format!("host_budget_gib = {}: expected 0 or more GiB", self.host_budget_gib));
+            return Err(ConfigError::Invalid {
+                field: "host_budget_gib",
+                value: self.host_budget_gib.to_string(),
+                expected: "0 or more GiB".into(),
+            });
         }
         Ok(cuzk::Config {
             backend,
@@ -161,6 +259,19 @@ impl ServiceConfig {
             cuda_devices: (!self.devices.is_empty()).then(|| self.devices.clone()),
             ..cuzk::Config::default()
         })
+    }
+
+    /// Checks every field the daemon interprets (the backend, the budget, the listen addresses, the
+    /// log filter), naming the first that is wrong.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        self.engine()?;
+        log_filter(&self.log_level)?;
+        self.listen.parse::<Listen>().map_err(|e| ConfigError::Invalid {
+            field: "listen",
+            value: format!("{:?}", self.listen),
+            expected: e.to_string(),
+        })?;
+        Ok(())
     }
 
     /// The scheduler configuration for one resident key.
@@ -177,6 +288,15 @@ impl ServiceConfig {
         }
         c
     }
+}
+
+/// The log filter a `log_level` asks for: a level or `tracing` filter directives.
+pub fn log_filter(level: &str) -> Result<tracing_subscriber::EnvFilter, ConfigError> {
+    tracing_subscriber::EnvFilter::try_new(level).map_err(|e| ConfigError::Invalid {
+        field: "log_level",
+        value: format!("{level:?}"),
+        expected: format!("a level or filter directives ({e})"),
+    })
 }
 
 #[cfg(test)]
@@ -196,7 +316,7 @@ mod tests {
         assert_eq!(c.shutdown, ShutdownPolicy::Cancel);
         assert_eq!(c.key_dir, ServiceConfig::default().key_dir);
         let e = ServiceConfig::from_toml("lisen = \"x\"").unwrap_err();
-        assert!(e.contains("lisen"), "{e}");
+        assert!(e.to_string().contains("lisen"), "{e}");
         assert!(ServiceConfig::from_toml("max_partitions = -1").is_err());
         assert!(ServiceConfig { backend: "tpu".into(), ..ServiceConfig::default() }.engine().is_err());
         assert!(ServiceConfig { host_budget_gib: -1.0, ..ServiceConfig::default() }.engine().is_err());

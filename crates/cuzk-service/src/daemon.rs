@@ -17,44 +17,15 @@ use std::time::{Duration, Instant};
 
 use ark_bls12_381::{Bls12_381, Fr};
 use ark_serialize::CanonicalSerialize;
-use cuzk::sched::{JobError, JobId, JobStatus, Priority};
+use cuzk::sched::{JobId, JobStatus, Priority};
 use rand::{RngCore, SeedableRng};
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use crate::config::ServiceConfig;
+use crate::error::ServiceError;
+use crate::metrics::{gauge_value, KeyLabel, Metrics};
 use crate::registry::{BoxedCircuit, KindKey, Registry};
-
-/// Why a call failed, by the gRPC status it maps to.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ServiceError {
-    /// The request is malformed or asks for something impossible.
-    #[error("{0}")]
-    InvalidArgument(String),
-    /// An unknown key, job or circuit kind.
-    #[error("{0}")]
-    NotFound(String),
-    /// A key id already in use.
-    #[error("{0}")]
-    AlreadyExists(String),
-    /// Too many jobs, or a request over the limits.
-    #[error("{0}")]
-    ResourceExhausted(String),
-    /// Waiting ran out of time; the job goes on.
-    #[error("{0}")]
-    WaitTimedOut(String),
-    /// The job's own deadline passed before one of its partitions started.
-    #[error("{0}")]
-    DeadlineExceeded(String),
-    /// The job was cancelled.
-    #[error("{0}")]
-    Cancelled(String),
-    /// The daemon is shutting down.
-    #[error("{0}")]
-    Unavailable(String),
-    /// Proving failed (a partition's error, a key that cannot be loaded).
-    #[error("{0}")]
-    Failed(String),
-}
 
 /// A resident key and its pipeline.
 pub struct Resident {
@@ -127,21 +98,6 @@ impl Job {
     }
 }
 
-/// Counters for `GetMetrics`.
-#[derive(Default)]
-struct Counters {
-    submitted: AtomicU64,
-    succeeded: AtomicU64,
-    failed: AtomicU64,
-    cancelled: AtomicU64,
-    rejected: AtomicU64,
-    expired: AtomicU64,
-    key_loads_failed: AtomicU64,
-    partitions: AtomicU64,
-    /// Microseconds from submission to completion, summed over succeeded proofs.
-    proof_micros: AtomicU64,
-}
-
 /// Where a job is, for `GetStatus`.
 #[derive(Debug, Clone)]
 pub struct JobView {
@@ -195,7 +151,7 @@ pub struct Daemon {
     next_job: AtomicU64,
     accepting: AtomicBool,
     started: Instant,
-    counters: Counters,
+    metrics: Metrics,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -234,11 +190,20 @@ fn check_id(what: &str, id: &str) -> Result<(), ServiceError> {
 }
 
 impl Daemon {
-    /// Opens the engine and the key directory.
-    pub fn new(config: ServiceConfig, registry: Registry) -> Result<Self, String> {
-        let engine = cuzk::Engine::new(config.engine()?).map_err(|e| e.to_string())?;
-        let store = cuzk::keystore::KeyStore::open(&config.key_dir)
-            .map_err(|e| format!("key directory {}: {e}", config.key_dir.display()))?;
+    /// Opens the engine and the key directory. On the `auto` backend without a usable GPU the engine
+    /// proves on the CPU: that is logged as a warning with the reason, and `GetStatus` reports the
+    /// backend in use.
+    pub fn new(config: ServiceConfig, registry: Registry) -> Result<Self, ServiceError> {
+        let engine_config =
+            config.engine().map_err(|e| ServiceError::InvalidArgument(format!("the configuration: {e}")))?;
+        let engine = cuzk::Engine::new(engine_config)
+            .map_err(|e| ServiceError::from_engine("opening the engine", &e))?;
+        if let Some(note) = engine.backend_note() {
+            tracing::warn!(backend = engine.backend_name(), "{note}");
+        }
+        let store = cuzk::keystore::KeyStore::open(&config.key_dir).map_err(|e| {
+            ServiceError::from_engine(&format!("key directory {}", config.key_dir.display()), &e.into())
+        })?;
         let budget = cuzk::sched::Budget::new(config.scheduler().host_budget_bytes);
         Ok(Self {
             engine,
@@ -252,7 +217,7 @@ impl Daemon {
             next_job: AtomicU64::new(1),
             accepting: AtomicBool::new(true),
             started: Instant::now(),
-            counters: Counters::default(),
+            metrics: Metrics::default(),
         })
     }
 
@@ -288,7 +253,7 @@ impl Daemon {
 
     /// Counts a request refused before it reached the daemon (a bad priority, say).
     pub fn count_rejected(&self) {
-        self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+        self.metrics.rejected.inc();
     }
 
     fn ttl(&self) -> Option<Duration> {
@@ -303,7 +268,7 @@ impl Daemon {
         if gone.is_empty() {
             return;
         }
-        self.counters.expired.fetch_add(gone.len() as u64, Ordering::Relaxed);
+        self.metrics.expired.inc_by(gone.len() as u64);
         let dropped: Vec<Job> = gone.iter().filter_map(|id| jobs.remove(id)).collect();
         release(dropped);
     }
@@ -311,8 +276,20 @@ impl Daemon {
     /// Makes a key resident under `key_id` (blocking: it may read or generate a large key).
     pub fn load_key(&self, key_id: &str, kind: &str, params: &[u8]) -> Result<Loaded, ServiceError> {
         let result = self.load_key_counted(key_id, kind, params);
-        if result.is_err() {
-            self.counters.key_loads_failed.fetch_add(1, Ordering::Relaxed);
+        match &result {
+            Ok(l) => tracing::info!(
+                key = key_id,
+                kind,
+                shape = %l.shape_id,
+                constraints = l.constraints,
+                generated = l.generated,
+                seconds = l.seconds,
+                "key resident"
+            ),
+            Err(e) => {
+                self.metrics.key_loads_failed.inc();
+                tracing::warn!(key = %shown(key_id), kind = %shown(kind), error = %e, "key not loaded");
+            }
         }
         result
     }
@@ -356,12 +333,14 @@ impl Daemon {
             .registry
             .get(kind)
             .ok_or_else(|| ServiceError::NotFound(format!("unknown circuit kind {}", shown(kind))))?;
-        let spec = k.key(params, self.config.max_log_rows).map_err(ServiceError::InvalidArgument)?;
+        let spec = k
+            .key(params, self.config.max_log_rows)
+            .map_err(|e| ServiceError::InvalidArgument(e.to_string()))?;
         let shape_id = spec.shape_id();
-        let in_store = self.store.contains(&shape_id).map_err(|e| match e {
-            cuzk::keystore::Error::InvalidShapeId { .. } => ServiceError::InvalidArgument(e.to_string()),
-            e => ServiceError::Failed(format!("the key directory: {e}")),
-        })?;
+        let in_store = self
+            .store
+            .contains(&shape_id)
+            .map_err(|e| ServiceError::from_engine("the key directory", &e.into()))?;
         let generated = !in_store;
         if generated {
             if !self.config.generate_missing_keys {
@@ -374,7 +353,7 @@ impl Daemon {
         let (key, _) = self
             .engine
             .load_key_from_store(&self.store, &shape_id)
-            .map_err(|e| ServiceError::Failed(format!("loading the key for {shape_id}: {e}")))?;
+            .map_err(|e| ServiceError::from_engine(&format!("loading the key for {shape_id}"), &e))?;
         let constraints = key.shape().map(|s| s.counts().constraints).unwrap_or_default();
         let mut verifying_key = Vec::new();
         key.vk()
@@ -388,7 +367,7 @@ impl Daemon {
                     "key {key_id:?}: {e}; resident keys hold their part until they are evicted and \
                      their proofs collected"
                 )),
-                e => ServiceError::Failed(format!("starting the pipeline for {shape_id}: {e}")),
+                e => ServiceError::from_engine(&format!("starting the pipeline for {shape_id}"), &e),
             })?;
         let resident = Arc::new(Resident {
             id: key_id.to_owned(),
@@ -406,19 +385,21 @@ impl Daemon {
 
     /// Generates the key and records the shape for `spec` into the key directory.
     fn generate(&self, spec: &dyn KindKey, shape_id: &str) -> Result<(), ServiceError> {
-        let failed =
-            |what: &'static str| move |e: String| ServiceError::Failed(format!("{what} for {shape_id}: {e}"));
+        let failed = |what: &'static str| {
+            move |e: &dyn std::fmt::Display| ServiceError::Failed(format!("{what} for {shape_id}: {e}"))
+        };
+        let template = || spec.template().map_err(|e| ServiceError::InvalidArgument(e.to_string()));
         let mut rng = rand::rngs::StdRng::seed_from_u64(spec.keygen_seed());
+        tracing::info!(shape = shape_id, "generating a key");
         let pk = ark_groth16::Groth16::<Bls12_381>::generate_random_parameters_with_reduction(
-            spec.template().map_err(failed("building the circuit"))?,
+            template()?,
             &mut rng,
         )
-        .map_err(|e| failed("generating the key")(e.to_string()))?;
-        let shape = cuzk::R1csShape::record(spec.template().map_err(failed("building the circuit"))?)
-            .map_err(|e| failed("recording the shape")(e.to_string()))?;
-        self.store.save_shape(shape_id, &shape).map_err(|e| failed("saving the shape")(e.to_string()))?;
+        .map_err(|e| failed("generating the key")(&e))?;
+        let shape = cuzk::R1csShape::record(template()?).map_err(|e| failed("recording the shape")(&e))?;
+        self.store.save_shape(shape_id, &shape).map_err(|e| failed("saving the shape")(&e))?;
         // The key last: a key in the store always has its shape beside it.
-        self.store.save(shape_id, &pk).map_err(|e| failed("saving the key")(e.to_string()))?;
+        self.store.save(shape_id, &pk).map_err(|e| failed("saving the key")(&e))?;
         Ok(())
     }
 
@@ -440,7 +421,7 @@ impl Daemon {
         deadline: Option<Duration>,
     ) -> Result<String, ServiceError> {
         let reject = |e: ServiceError| {
-            self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+            self.metrics.rejected.inc();
             e
         };
         if !self.accepting.load(Ordering::SeqCst) {
@@ -489,26 +470,33 @@ impl Daemon {
         let handle = key
             .pipeline
             .submit(sched_id, priority, deadline.map(|d| submitted + d), circuits)
-            .map_err(|e| reject(ServiceError::InvalidArgument(e.to_string())))?;
+            .map_err(|e| reject(ServiceError::from_engine("", &e)))?;
         let (tx, rx) = watch::channel(None);
+        let span = tracing::info_span!("job", job_id = %id, key = %key.id);
+        span.in_scope(|| {
+            tracing::info!(partitions = partitions.len(), ?priority, sched_job = n, "proof submitted")
+        });
         jobs.insert(id.clone(), Job { key, sched_id, priority, partitions: partitions.len(), outcome: rx });
         drop(jobs);
-        self.counters.submitted.fetch_add(1, Ordering::Relaxed);
+        self.metrics.submitted.inc();
         let daemon = Arc::clone(self);
-        runtime.spawn(async move {
-            let outcome = daemon.collect(handle.await, submitted);
-            let _ = tx.send(Some((outcome, Instant::now())));
-        });
+        runtime.spawn(
+            async move {
+                let outcome = daemon.collect(handle.await, submitted);
+                let _ = tx.send(Some((outcome, Instant::now())));
+            }
+            .instrument(span),
+        );
         Ok(id)
     }
 
-    /// Turns a job's result into its outcome and counts it.
+    /// Turns a job's result into its outcome, counts and logs it.
     fn collect(
         &self,
-        result: Result<Vec<ark_groth16::Proof<Bls12_381>>, JobError>,
+        result: Result<Vec<ark_groth16::Proof<Bls12_381>>, cuzk::Error>,
         since: Instant,
     ) -> Outcome {
-        let c = &self.counters;
+        let m = &self.metrics;
         let outcome = match result {
             Ok(proofs) => proofs
                 .iter()
@@ -519,23 +507,28 @@ impl Daemon {
                 .collect::<Result<Vec<_>, _>>()
                 .map(|proofs| Finished { proofs, seconds: since.elapsed().as_secs_f64() })
                 .map_err(|e| ServiceError::Failed(format!("serializing a proof: {e}"))),
-            Err(JobError::Cancelled) => Err(ServiceError::Cancelled("the proof was cancelled".into())),
-            Err(JobError::ShutDown) => Err(ServiceError::Unavailable("the daemon stopped the proof".into())),
-            Err(e @ JobError::DeadlineExceeded { .. }) => Err(ServiceError::DeadlineExceeded(e.to_string())),
-            Err(e @ JobError::Budget { .. }) => Err(ServiceError::ResourceExhausted(e.to_string())),
-            Err(e) => Err(ServiceError::Failed(e.to_string())),
+            Err(cuzk::Error::Pipeline(cuzk::sched::JobError::Cancelled)) => {
+                Err(ServiceError::Cancelled("the proof was cancelled".into()))
+            }
+            Err(cuzk::Error::Pipeline(cuzk::sched::JobError::ShutDown)) => {
+                Err(ServiceError::Unavailable("the daemon stopped the proof".into()))
+            }
+            Err(e) => Err(ServiceError::from_engine("", &e)),
         };
         match &outcome {
             Ok(f) => {
-                c.succeeded.fetch_add(1, Ordering::Relaxed);
-                c.partitions.fetch_add(f.proofs.len() as u64, Ordering::Relaxed);
-                c.proof_micros.fetch_add((f.seconds * 1e6) as u64, Ordering::Relaxed);
+                m.succeeded.inc();
+                m.partitions.inc_by(f.proofs.len() as u64);
+                m.proof_seconds.observe(f.seconds);
+                tracing::info!(seconds = f.seconds, partitions = f.proofs.len(), "proof done");
             }
             Err(ServiceError::Cancelled(_)) => {
-                c.cancelled.fetch_add(1, Ordering::Relaxed);
+                m.cancelled.inc();
+                tracing::info!("proof cancelled");
             }
-            Err(_) => {
-                c.failed.fetch_add(1, Ordering::Relaxed);
+            Err(e) => {
+                m.failed.inc();
+                tracing::warn!(code = ?e.code(), error = %e, "proof failed");
             }
         }
         outcome
@@ -618,97 +611,32 @@ impl Daemon {
         (keys, jobs)
     }
 
-    /// The metrics in Prometheus' text format.
+    /// The metrics in the OpenMetrics text format (which Prometheus reads).
     pub fn metrics(&self) -> String {
-        let c = &self.counters;
-        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let m = &self.metrics;
         let (keys, jobs) = self.status();
         let live = jobs.iter().filter(|j| j.status.is_some()).count();
-        let mut out = String::new();
-        // A sample's string follows the name: a suffix (`_sum`) and/or labels.
-        let mut metric = |name: &str, kind: &str, help: &str, samples: Vec<(String, f64)>| {
-            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-            for (labels, v) in samples {
-                out.push_str(&format!("{name}{labels} {v}\n"));
-            }
-        };
-        let one = |v: f64| vec![(String::new(), v)];
-        metric(
-            "cuzk_uptime_seconds",
-            "gauge",
-            "Seconds since the daemon started.",
-            one(self.uptime().as_secs_f64()),
-        );
-        metric("cuzk_proofs_submitted_total", "counter", "Proofs accepted.", one(load(&c.submitted) as f64));
-        metric("cuzk_proofs_succeeded_total", "counter", "Proofs finished.", one(load(&c.succeeded) as f64));
-        metric("cuzk_proofs_failed_total", "counter", "Proofs that failed.", one(load(&c.failed) as f64));
-        metric("cuzk_proofs_cancelled_total", "counter", "Proofs cancelled.", one(load(&c.cancelled) as f64));
-        metric(
-            "cuzk_requests_rejected_total",
-            "counter",
-            "Submissions refused.",
-            one(load(&c.rejected) as f64),
-        );
-        metric(
-            "cuzk_results_expired_total",
-            "counter",
-            "Finished proofs forgotten uncollected after result_ttl_secs.",
-            one(load(&c.expired) as f64),
-        );
-        metric(
-            "cuzk_key_loads_failed_total",
-            "counter",
-            "LoadKey calls refused or failed.",
-            one(load(&c.key_loads_failed) as f64),
-        );
-        metric(
-            "cuzk_partitions_proved_total",
-            "counter",
-            "Partitions of finished proofs.",
-            one(load(&c.partitions) as f64),
-        );
-        metric(
-            "cuzk_proof_seconds",
-            "summary",
-            "Seconds from submission to the last partition, of proofs that succeeded.",
-            vec![
-                ("_sum".into(), load(&c.proof_micros) as f64 / 1e6),
-                ("_count".into(), load(&c.succeeded) as f64),
-            ],
-        );
-        metric("cuzk_jobs_live", "gauge", "Proofs queued or running.", one(live as f64));
-        metric(
-            "cuzk_jobs_uncollected",
-            "gauge",
-            "Finished proofs not yet collected.",
-            one((jobs.len() - live) as f64),
-        );
-        metric("cuzk_keys_resident", "gauge", "Resident keys.", one(keys.len() as f64));
+        m.uptime.set(self.uptime().as_secs_f64());
+        m.jobs_live.set(live as i64);
+        m.jobs_uncollected.set((jobs.len() - live) as i64);
+        m.keys_resident.set(keys.len() as i64);
         let (capacity, used, peak) = self.budget();
-        metric(
-            "cuzk_host_budget_bytes",
-            "gauge",
-            "The host memory budget of all keys.",
-            one(capacity as f64),
-        );
-        metric(
-            "cuzk_host_budget_used_bytes",
-            "gauge",
-            "Host memory reserved now (keys and partitions on the host).",
-            one(used as f64),
-        );
-        metric("cuzk_host_budget_peak_bytes", "gauge", "Most host memory ever reserved.", one(peak as f64));
-        let per_key = keys
-            .iter()
-            .map(|k| (format!("{{key=\"{}\"}}", k.id.escape_default()), k.host_bytes as f64))
-            .collect();
-        metric("cuzk_key_host_bytes", "gauge", "Host memory each resident key holds.", per_key);
-        out
+        m.budget.set(gauge_value(capacity));
+        m.budget_used.set(gauge_value(used));
+        m.budget_peak.set(gauge_value(peak));
+        // Only the keys resident now.
+        m.key_host_bytes.clear();
+        for k in &keys {
+            m.key_host_bytes.get_or_create(&KeyLabel { key: k.id.clone() }).set(gauge_value(k.host_bytes));
+        }
+        m.encode()
     }
 
     /// Stops accepting proofs and keys.
     pub fn stop_accepting(&self) {
-        self.accepting.store(false, Ordering::SeqCst);
+        if self.accepting.swap(false, Ordering::SeqCst) {
+            tracing::info!(live = self.live_jobs(), "no longer accepting proofs");
+        }
     }
 
     /// Cancels every live job.

@@ -1,14 +1,12 @@
-//! The cuzk proving daemon: a gRPC API (`proto/cuzk.proto`) over the engine, with resident keys, a
-//! long-lived pipeline per key, status and Prometheus metrics, a TOML configuration and graceful
-//! shutdown; and the registry of circuit kinds that requests name.
-
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
-pub mod cli;
 pub mod client;
 pub mod config;
 pub mod daemon;
-pub mod load;
+mod error;
+pub mod logging;
+mod metrics;
 pub mod registry;
 pub mod server;
 
@@ -18,7 +16,8 @@ pub mod proto {
     tonic::include_proto!("cuzk.v1");
 }
 
-pub use config::{ServiceConfig, ShutdownPolicy, DEFAULT_TOML};
-pub use daemon::{Daemon, ServiceError};
-pub use registry::{BoxedCircuit, CircuitKind, KindKey, Registry};
-pub use server::{serve, spawn, Background, Listen, Service};
+pub use config::{AddressError, ConfigError, Listen, LogFormat, ServiceConfig, ShutdownPolicy, DEFAULT_TOML};
+pub use daemon::Daemon;
+pub use error::ServiceError;
+pub use registry::{BoxedCircuit, CircuitKind, KindError, KindKey, Registry};
+pub use server::{serve, spawn, Background, ServeError, Service};

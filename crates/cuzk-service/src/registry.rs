@@ -10,8 +10,45 @@ use std::sync::Arc;
 
 use ark_bls12_381::Fr;
 use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError};
-use cuzk::circuits::{PorepLike, Synthetic};
+use cuzk_circuits::{PorepLike, Synthetic};
 use serde::Deserialize;
+
+/// Why a circuit kind refused key parameters or a partition's input.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KindError {
+    /// The bytes are not the JSON the kind reads.
+    #[error("{what}: {source}")]
+    Parse {
+        /// What was being read ("synthetic key parameters", ...).
+        what: &'static str,
+        /// The parser's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A size outside what the kind (or the daemon's `max_log_rows`) allows.
+    #[error("{what} {value} is outside {min}..={max}")]
+    OutOfRange {
+        /// The value's name.
+        what: &'static str,
+        /// The value given.
+        value: u64,
+        /// The least allowed.
+        min: u64,
+        /// The most allowed.
+        max: u64,
+    },
+    /// The circuit refused the parameters or the input (its own error).
+    #[error("{0}")]
+    Circuit(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl KindError {
+    /// A circuit's refusal: an error of its own, or a message.
+    pub fn circuit(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        KindError::Circuit(e.into())
+    }
+}
 
 /// A circuit behind a box, so partitions of any kind share one pipeline type.
 pub struct BoxedCircuit(Box<dyn FnOnce(ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> + Send>);
@@ -40,7 +77,7 @@ pub trait CircuitKind: Send + Sync + 'static {
     /// The name requests use.
     fn name(&self) -> &str;
     /// Parses `LoadKey` parameters. `max_log_rows` bounds the size a request may ask for.
-    fn key(&self, params: &[u8], max_log_rows: u32) -> Result<Box<dyn KindKey>, String>;
+    fn key(&self, params: &[u8], max_log_rows: u32) -> Result<Box<dyn KindKey>, KindError>;
 }
 
 /// A kind's key: its shape and its partitions.
@@ -48,14 +85,14 @@ pub trait KindKey: Send + Sync + 'static {
     /// The key-store name of the shape (ASCII letters, digits, `.`, `_`, `-`; checked by the store).
     fn shape_id(&self) -> String;
     /// A circuit of the shape, to generate the key and record the shape.
-    fn template(&self) -> Result<BoxedCircuit, String>;
+    fn template(&self) -> Result<BoxedCircuit, KindError>;
     /// The seed for generating the key, so a key directory can be rebuilt identically.
     fn keygen_seed(&self) -> u64;
     /// One partition's circuit from its input bytes.
-    fn partition(&self, input: &[u8]) -> Result<BoxedCircuit, String>;
+    fn partition(&self, input: &[u8]) -> Result<BoxedCircuit, KindError>;
     /// The partition's public inputs (for clients that check proofs; the daemon checks every proof
     /// against the key itself).
-    fn public_inputs(&self, input: &[u8]) -> Result<Vec<Fr>, String>;
+    fn public_inputs(&self, input: &[u8]) -> Result<Vec<Fr>, KindError>;
 }
 
 /// The registered circuit kinds.
@@ -97,15 +134,15 @@ impl Registry {
     }
 }
 
-fn parse<'a, T: Deserialize<'a>>(what: &str, bytes: &'a [u8]) -> Result<T, String> {
-    serde_json::from_slice(bytes).map_err(|e| format!("{what}: {e}"))
+fn parse<'a, T: Deserialize<'a>>(what: &'static str, bytes: &'a [u8]) -> Result<T, KindError> {
+    serde_json::from_slice(bytes).map_err(|source| KindError::Parse { what, source })
 }
 
-fn check_log(log: u32, min: u32, max: u32) -> Result<(), String> {
+fn check_log(log: u32, min: u32, max: u32) -> Result<(), KindError> {
     if (min..=max).contains(&log) {
         Ok(())
     } else {
-        Err(format!("log size {log} is outside {min}..={max}"))
+        Err(KindError::OutOfRange { what: "log size", value: log.into(), min: min.into(), max: max.into() })
     }
 }
 
@@ -131,7 +168,7 @@ struct SeedInput {
 struct BuiltInKey<C> {
     template: C,
     shape_id: String,
-    fill: fn(&C, &[u8]) -> Result<C, String>,
+    fill: fn(&C, &[u8]) -> Result<C, KindError>,
     public_inputs: fn(&C) -> Vec<Fr>,
 }
 
@@ -140,7 +177,7 @@ impl<C: ConstraintSynthesizer<Fr> + Copy + Send + Sync + 'static> KindKey for Bu
         self.shape_id.clone()
     }
 
-    fn template(&self) -> Result<BoxedCircuit, String> {
+    fn template(&self) -> Result<BoxedCircuit, KindError> {
         Ok(BoxedCircuit::new(self.template))
     }
 
@@ -148,11 +185,11 @@ impl<C: ConstraintSynthesizer<Fr> + Copy + Send + Sync + 'static> KindKey for Bu
         0
     }
 
-    fn partition(&self, input: &[u8]) -> Result<BoxedCircuit, String> {
+    fn partition(&self, input: &[u8]) -> Result<BoxedCircuit, KindError> {
         (self.fill)(&self.template, input).map(BoxedCircuit::new)
     }
 
-    fn public_inputs(&self, input: &[u8]) -> Result<Vec<Fr>, String> {
+    fn public_inputs(&self, input: &[u8]) -> Result<Vec<Fr>, KindError> {
         (self.fill)(&self.template, input).map(|c| (self.public_inputs)(&c))
     }
 }
@@ -162,11 +199,16 @@ impl CircuitKind for SyntheticKind {
         "synthetic"
     }
 
-    fn key(&self, params: &[u8], max_log_rows: u32) -> Result<Box<dyn KindKey>, String> {
+    fn key(&self, params: &[u8], max_log_rows: u32) -> Result<Box<dyn KindKey>, KindError> {
         let p: SyntheticParams = parse("synthetic key parameters", params)?;
         check_log(p.log_rows, 2, max_log_rows)?;
         if p.bit_share_per_mille > 1000 {
-            return Err(format!("bit_share_per_mille {} is above 1000", p.bit_share_per_mille));
+            return Err(KindError::OutOfRange {
+                what: "bit_share_per_mille",
+                value: p.bit_share_per_mille.into(),
+                min: 0,
+                max: 1000,
+            });
         }
         let template = Synthetic::with_log_rows(p.log_rows, 0).with_bit_share(p.bit_share_per_mille);
         Ok(Box::new(BuiltInKey {
@@ -203,16 +245,16 @@ impl CircuitKind for PorepLikeKind {
         "porep-like"
     }
 
-    fn key(&self, params: &[u8], max_log_rows: u32) -> Result<Box<dyn KindKey>, String> {
+    fn key(&self, params: &[u8], max_log_rows: u32) -> Result<Box<dyn KindKey>, KindError> {
         let p: PorepParamsIn = parse("porep-like key parameters", params)?;
-        check_log(p.log_constraints, cuzk::circuits::porep::MIN_LOG_CONSTRAINTS, max_log_rows)?;
-        let template = PorepLike::for_log_constraints(p.log_constraints, 0, 0).map_err(|e| e.to_string())?;
+        check_log(p.log_constraints, cuzk_circuits::porep::MIN_LOG_CONSTRAINTS, max_log_rows)?;
+        let template = PorepLike::for_log_constraints(p.log_constraints, 0, 0).map_err(KindError::circuit)?;
         Ok(Box::new(BuiltInKey {
             template,
             shape_id: template.params.shape_id(),
             fill: |t, input| {
                 let i: PorepInput = parse("porep-like partition input", input)?;
-                PorepLike::new(t.params, i.seed, i.partition).map_err(|e| e.to_string())
+                PorepLike::new(t.params, i.seed, i.partition).map_err(KindError::circuit)
             },
             public_inputs: PorepLike::public_input_values,
         }))
@@ -234,9 +276,11 @@ mod tests {
         for bad in [&br#"{"seed": "x"}"#[..], b"", b"{\"seed\": 1, \"extra\": 2}", b"\xff"] {
             assert!(key.partition(bad).is_err(), "{bad:?}");
         }
-        assert!(syn.key(br#"{"log_rows": 40}"#, 27).err().unwrap().contains("outside"));
+        assert!(syn.key(br#"{"log_rows": 40}"#, 27).err().unwrap().to_string().contains("outside"));
         assert!(syn.key(br#"{"log_rows": 6, "bit_share_per_mille": 1001}"#, 27).is_err());
-        assert!(syn.key(b"not json", 27).err().unwrap().contains("synthetic key parameters"));
+        assert!(syn.key(b"not json", 27).err().unwrap().to_string().contains("synthetic key parameters"));
+        assert!(matches!(syn.key(br#"{"log_rows": 40}"#, 27), Err(KindError::OutOfRange { value: 40, .. })));
+        assert!(matches!(syn.key(b"not json", 27), Err(KindError::Parse { .. })));
         assert!(r.get("nope").is_none());
     }
 }

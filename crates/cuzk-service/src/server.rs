@@ -1,32 +1,50 @@
-//! The gRPC service over a [`Daemon`], the listeners (TCP or a Unix socket), the HTTP metrics
-//! endpoint and graceful shutdown.
+//! The gRPC service over a [`Daemon`] (with the standard health and reflection services beside it),
+//! the listeners (TCP or a Unix socket), the HTTP metrics endpoint and graceful shutdown.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::{Request, Response, Status};
+use tonic_health::ServingStatus;
 
-use crate::config::ShutdownPolicy;
-use crate::daemon::{Daemon, ServiceError};
+use crate::config::{AddressError, Listen, ShutdownPolicy};
+use crate::daemon::Daemon;
+use crate::error::ServiceError;
 use crate::proto::prover_server::{Prover, ProverServer};
 use crate::proto::{self as pb};
 
-impl From<ServiceError> for Status {
-    fn from(e: ServiceError) -> Self {
-        let m = e.to_string();
-        match e {
-            ServiceError::InvalidArgument(_) => Status::invalid_argument(m),
-            ServiceError::NotFound(_) => Status::not_found(m),
-            ServiceError::AlreadyExists(_) => Status::already_exists(m),
-            ServiceError::ResourceExhausted(_) => Status::resource_exhausted(m),
-            ServiceError::WaitTimedOut(_) | ServiceError::DeadlineExceeded(_) => Status::deadline_exceeded(m),
-            ServiceError::Cancelled(_) => Status::cancelled(m),
-            ServiceError::Unavailable(_) => Status::unavailable(m),
-            ServiceError::Failed(_) => Status::internal(m),
-        }
-    }
+/// Why the daemon could not serve.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// An address that cannot be listened on.
+    #[error(transparent)]
+    Address(#[from] AddressError),
+    /// Binding the listener failed.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// The reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Something already exists at the Unix socket's path.
+    #[error("{} already exists: remove it if no daemon uses it", .0.display())]
+    SocketExists(std::path::PathBuf),
+    /// The gRPC transport failed.
+    #[error("the gRPC server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    /// The reflection service could not be built from the API's descriptors.
+    #[error("the reflection service: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    /// The background server task failed.
+    #[error("the server task: {0}")]
+    Task(#[from] tokio::task::JoinError),
+    /// The server stopped before it listened.
+    #[error("the server stopped before it listened")]
+    Stopped,
 }
 
 fn priority(p: i32) -> Result<cuzk::sched::Priority, Status> {
@@ -210,72 +228,75 @@ impl Prover for Service {
     }
 }
 
-/// Where the API listens.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Listen {
-    /// A TCP address (`HOST:PORT`; port 0 picks a free one).
-    Tcp(String),
-    /// A Unix socket path (`unix:///path`).
-    Unix(std::path::PathBuf),
-}
+/// The encoded descriptors of `proto/cuzk.proto`, for server reflection.
+const DESCRIPTORS: &[u8] = tonic::include_file_descriptor_set!("cuzk_descriptor");
 
-impl std::str::FromStr for Listen {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.strip_prefix("unix://") {
-            Some("") => Err(format!("{s:?}: the Unix socket path is empty")),
-            Some(path) => Ok(Listen::Unix(path.into())),
-            None if s.contains(':') => Ok(Listen::Tcp(s.to_owned())),
-            None => Err(format!("{s:?} is neither HOST:PORT nor unix:///path")),
-        }
+/// Marks the daemon's services (and the server as a whole, service "") serving or not in the health
+/// service.
+async fn set_health(reporter: &tonic_health::server::HealthReporter, status: ServingStatus) {
+    for service in ["", <ProverServer<Service> as tonic::server::NamedService>::NAME] {
+        reporter.set_service_status(service, status).await;
     }
 }
 
 /// Serves `daemon` until `shutdown` resolves; then stops accepting, finishes or cancels the live
 /// proofs by the configured policy, lets calls in flight end, and returns. `ready` gets the address
-/// actually bound (useful with port 0).
+/// actually bound (useful with port 0). Beside the API it serves the standard gRPC health service
+/// (`grpc.health.v1.Health`: SERVING while it serves, NOT_SERVING from the shutdown signal on) and
+/// server reflection (`grpc.reflection.v1`), so stock tools and probes work against it.
 pub async fn serve(
     daemon: Arc<Daemon>,
     listen: Listen,
     shutdown: impl Future<Output = ()> + Send + 'static,
     ready: impl FnOnce(String),
-) -> Result<(), String> {
+) -> Result<(), ServeError> {
     let max = daemon.config().max_request_bytes;
     let svc = ProverServer::new(Service::new(Arc::clone(&daemon)))
         .max_decoding_message_size(max)
         .max_encoding_message_size(usize::MAX);
+    let (health, health_svc) = tonic_health::server::health_reporter();
+    set_health(&health, ServingStatus::Serving).await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(DESCRIPTORS)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
     let drain_daemon = Arc::clone(&daemon);
     // After the signal: refuse new work and drain by policy while the server still answers (so
     // finished proofs can be collected); then the server lets the calls in flight end.
     let on_signal = async move {
         shutdown.await;
+        set_health(&health, ServingStatus::NotServing).await;
         drain_daemon.stop_accepting();
         drain(&drain_daemon).await;
     };
-    let router = tonic::transport::Server::builder().add_service(svc);
+    let router =
+        tonic::transport::Server::builder().add_service(health_svc).add_service(reflection).add_service(svc);
     match listen {
         Listen::Tcp(addr) => {
             let l = tokio::net::TcpListener::bind(&addr)
                 .await
-                .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-            ready(l.local_addr().map_err(|e| e.to_string())?.to_string());
+                .map_err(|source| ServeError::Bind { addr: addr.clone(), source })?;
+            let bound = l.local_addr().map_err(|source| ServeError::Bind { addr, source })?;
+            tracing::info!(address = %bound, "serving gRPC");
+            ready(bound.to_string());
             let incoming = tokio_stream::wrappers::TcpListenerStream::new(l);
-            router.serve_with_incoming_shutdown(incoming, on_signal).await.map_err(|e| e.to_string())?;
+            router.serve_with_incoming_shutdown(incoming, on_signal).await?;
         }
         Listen::Unix(path) => {
             if path.exists() {
-                return Err(format!("{} already exists: remove it if no daemon uses it", path.display()));
+                return Err(ServeError::SocketExists(path));
             }
             let l = tokio::net::UnixListener::bind(&path)
-                .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+                .map_err(|source| ServeError::Bind { addr: format!("unix://{}", path.display()), source })?;
+            tracing::info!(address = %format!("unix://{}", path.display()), "serving gRPC");
             ready(format!("unix://{}", path.display()));
             let incoming = tokio_stream::wrappers::UnixListenerStream::new(l);
             let served = router.serve_with_incoming_shutdown(incoming, on_signal).await;
             let _ = std::fs::remove_file(&path);
-            served.map_err(|e| e.to_string())?;
+            served?;
         }
     }
+    tracing::info!("stopped serving");
     Ok(())
 }
 
@@ -285,19 +306,19 @@ pub struct Background {
     /// The address it listens on (`HOST:PORT` or `unix:///path`).
     pub addr: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    served: tokio::task::JoinHandle<Result<(), String>>,
+    served: tokio::task::JoinHandle<Result<(), ServeError>>,
 }
 
 impl Background {
     /// Shuts it down as a signal would (policy, drain, calls in flight end) and waits until it has.
-    pub async fn stop(mut self) -> Result<(), String> {
+    pub async fn stop(mut self) -> Result<(), ServeError> {
         drop(self.stop.take());
-        self.served.await.map_err(|e| format!("the server task: {e}"))?
+        self.served.await?
     }
 }
 
 /// Serves `daemon` on `listen` in the background; returns once it is listening.
-pub async fn spawn(daemon: Arc<Daemon>, listen: Listen) -> Result<Background, String> {
+pub async fn spawn(daemon: Arc<Daemon>, listen: Listen) -> Result<Background, ServeError> {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
     let shutdown = async move {
@@ -309,9 +330,7 @@ pub async fn spawn(daemon: Arc<Daemon>, listen: Listen) -> Result<Background, St
     match addr_rx.await {
         Ok(addr) => Ok(Background { addr, stop: Some(stop), served }),
         // It stopped before listening: its error says why.
-        Err(_) => {
-            Err(served.await.map_err(|e| e.to_string())?.err().unwrap_or_else(|| "the server stopped".into()))
-        }
+        Err(_) => Err(served.await?.err().unwrap_or(ServeError::Stopped)),
     }
 }
 
@@ -344,52 +363,37 @@ pub async fn signal() {
     }
 }
 
-/// Serves `GET /metrics` over plain HTTP/1.1 (one request per connection) until `stop` resolves.
+/// Serves the metrics over HTTP at `/metrics` (GET and HEAD; other methods 405, other paths 404)
+/// until `stop` resolves. Each connection gets 5 s to send its request head, so idle or slow clients
+/// cannot hold it open.
 pub async fn serve_metrics(
     daemon: Arc<Daemon>,
     listener: tokio::net::TcpListener,
     stop: impl Future<Output = ()>,
 ) {
+    use axum::http::header::CONTENT_TYPE;
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let daemon = Arc::clone(&daemon);
+            async move {
+                let text = daemon.metrics();
+                ([(CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text)
+            }
+        }),
+    );
     tokio::pin!(stop);
     loop {
         let conn = tokio::select! {
             _ = &mut stop => return,
             c = listener.accept() => c,
         };
-        let Ok((mut stream, _)) = conn else { continue };
-        let daemon = Arc::clone(&daemon);
+        let Ok((stream, _)) = conn else { continue };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
         tokio::spawn(async move {
-            let mut buf = vec![0u8; 4096];
-            let mut len = 0;
-            // Read the request head: at most 4 KiB within 5 s in all, so a slow client cannot hold the
-            // connection open; the body, if any, is ignored.
-            let head = async {
-                while len < buf.len() {
-                    match stream.read(&mut buf[len..]).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => len += n,
-                    }
-                    if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
-                        break;
-                    }
-                }
-            };
-            if tokio::time::timeout(Duration::from_secs(5), head).await.is_err() {
-                return;
-            }
-            let head = String::from_utf8_lossy(&buf[..len]);
-            let line = head.lines().next().unwrap_or_default();
-            let (status, body) = if line.starts_with("GET /metrics ") {
-                ("200 OK", daemon.metrics())
-            } else {
-                ("404 Not Found", "only GET /metrics is served\n".to_owned())
-            };
-            let reply = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(reply.as_bytes()).await;
-            let _ = stream.shutdown().await;
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(Duration::from_secs(5));
+            let _ = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service).await;
         });
     }
 }

@@ -9,29 +9,17 @@ use ark_groth16::{Groth16, Proof, VerifyingKey};
 use ark_serialize::CanonicalDeserialize;
 use cuzk_service::proto::prover_client::ProverClient;
 use cuzk_service::proto::{self as pb};
-use cuzk_service::{Daemon, Listen, Registry, ServiceConfig, ShutdownPolicy};
+use cuzk_service::{Daemon, KindError, Listen, Registry, ServiceConfig, ShutdownPolicy};
 use tonic::transport::Channel;
 use tonic::Code;
+
+mod common;
+use common::{cpu_daemon, temp_dir, TempDir};
 
 /// A daemon serving on 127.0.0.1 with a fresh key directory.
 struct Running {
     served: cuzk_service::Background,
     _dir: TempDir,
-}
-
-struct TempDir(std::path::PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn temp_dir(name: &str) -> TempDir {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let dir = std::env::temp_dir().join(format!("cuzk-service-{name}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    TempDir(dir)
 }
 
 async fn start(name: &str, tune: impl FnOnce(&mut ServiceConfig)) -> Running {
@@ -90,7 +78,7 @@ fn check_proofs(vk: &VerifyingKey<Bls12_381>, log_rows: u32, seeds: &[u64], proo
     let pvk = ark_groth16::prepare_verifying_key(vk);
     for (seed, bytes) in seeds.iter().zip(proofs) {
         let proof = Proof::<Bls12_381>::deserialize_compressed(&bytes[..]).expect("proof");
-        let inputs: Vec<Fr> = cuzk::circuits::Synthetic::with_log_rows(log_rows, *seed).public_input_values();
+        let inputs: Vec<Fr> = cuzk_circuits::Synthetic::with_log_rows(log_rows, *seed).public_input_values();
         assert!(Groth16::<Bls12_381>::verify_proof(&pvk, &proof, &inputs).unwrap(), "seed {seed}");
     }
 }
@@ -458,7 +446,8 @@ async fn a_unix_socket_serves_like_tcp_and_is_removed_on_shutdown() {
         .unwrap(),
     );
     let e = cuzk_service::spawn(daemon, Listen::Unix(socket.clone())).await.unwrap_err();
-    assert!(e.contains("already exists"), "{e}");
+    assert!(matches!(e, cuzk_service::ServeError::SocketExists(_)), "{e}");
+    assert!(e.to_string().contains("already exists"), "{e}");
     assert!(["", "unix://", "nohost"].iter().all(|s| s.parse::<Listen>().is_err()));
 }
 
@@ -478,8 +467,10 @@ impl ark_relations::gr1cs::ConstraintSynthesizer<Fr> for Square {
         use ark_relations::gr1cs::LinearCombination;
         // A circuit with a bug: the daemon must survive it.
         assert_ne!(self.0, 13, "unlucky input");
+        // And a wrong witness for 11: y is not x · x.
+        let wrong = Fr::from(u64::from(self.0 == 11));
         let x = cs.new_witness_variable(|| Ok(Fr::from(self.0)))?;
-        let y = cs.new_input_variable(|| Ok(Fr::from(self.0) * Fr::from(self.0)))?;
+        let y = cs.new_input_variable(|| Ok(Fr::from(self.0) * Fr::from(self.0) + wrong))?;
         cs.enforce_r1cs_constraint(
             || LinearCombination::from(x),
             || LinearCombination::from(x),
@@ -493,17 +484,18 @@ impl cuzk_service::CircuitKind for SquareKind {
         "square"
     }
 
-    fn key(&self, params: &[u8], _max_log_rows: u32) -> Result<Box<dyn cuzk_service::KindKey>, String> {
+    fn key(&self, params: &[u8], _max_log_rows: u32) -> Result<Box<dyn cuzk_service::KindKey>, KindError> {
         if params.is_empty() {
             Ok(Box::new(SquareKey))
         } else {
-            Err("square takes no parameters".into())
+            Err(KindError::circuit("square takes no parameters"))
         }
     }
 }
 
-fn square_input(input: &[u8]) -> Result<u64, String> {
-    Ok(u64::from_le_bytes(input.try_into().map_err(|_| format!("{} bytes, not 8", input.len()))?))
+fn square_input(input: &[u8]) -> Result<u64, KindError> {
+    let bytes = input.try_into().map_err(|_| KindError::circuit(format!("{} bytes, not 8", input.len())))?;
+    Ok(u64::from_le_bytes(bytes))
 }
 
 impl cuzk_service::KindKey for SquareKey {
@@ -511,7 +503,7 @@ impl cuzk_service::KindKey for SquareKey {
         "square-v1".into()
     }
 
-    fn template(&self) -> Result<cuzk_service::BoxedCircuit, String> {
+    fn template(&self) -> Result<cuzk_service::BoxedCircuit, KindError> {
         Ok(cuzk_service::BoxedCircuit::new(Square(3)))
     }
 
@@ -519,11 +511,11 @@ impl cuzk_service::KindKey for SquareKey {
         9
     }
 
-    fn partition(&self, input: &[u8]) -> Result<cuzk_service::BoxedCircuit, String> {
+    fn partition(&self, input: &[u8]) -> Result<cuzk_service::BoxedCircuit, KindError> {
         square_input(input).map(|x| cuzk_service::BoxedCircuit::new(Square(x)))
     }
 
-    fn public_inputs(&self, input: &[u8]) -> Result<Vec<Fr>, String> {
+    fn public_inputs(&self, input: &[u8]) -> Result<Vec<Fr>, KindError> {
         square_input(input).map(|x| vec![Fr::from(x) * Fr::from(x)])
     }
 }
@@ -533,13 +525,7 @@ async fn a_kind_registered_by_the_library_user_is_proved() {
     let dir = temp_dir("custom");
     let mut registry = Registry::default();
     registry.register(SquareKind);
-    let config = ServiceConfig {
-        key_dir: dir.0.clone(),
-        generate_missing_keys: true,
-        backend: "cpu".into(),
-        ..ServiceConfig::default()
-    };
-    let daemon = Arc::new(Daemon::new(config, registry).unwrap());
+    let daemon = cpu_daemon(&dir, registry, |_| {});
     let served = cuzk_service::spawn(daemon, Listen::Tcp("127.0.0.1:0".into())).await.unwrap();
     let mut c = cuzk_service::client::connect(&served.addr).await.unwrap();
     let reply = c
@@ -580,6 +566,57 @@ async fn a_kind_registered_by_the_library_user_is_proved() {
     let status = c.prove(bad).await.unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument);
     assert!(status.message().contains("3 bytes, not 8"), "{status:?}");
+    served.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_kind_of_engine_error_reaches_the_client_as_its_code() {
+    let dir = temp_dir("codes");
+    let mut registry = Registry::default();
+    registry.register(SquareKind);
+    let daemon = cpu_daemon(&dir, registry, |c| c.partition_workers = 1);
+    let served = cuzk_service::spawn(Arc::clone(&daemon), Listen::Tcp("127.0.0.1:0".into())).await.unwrap();
+    let mut c = cuzk_service::client::connect(&served.addr).await.unwrap();
+    let load = |key_id: &str, kind: &str, params: &[u8]| pb::LoadKeyRequest {
+        key_id: key_id.into(),
+        circuit_kind: kind.into(),
+        params: params.to_vec(),
+    };
+    c.load_key(load("sq", "square", b"")).await.unwrap();
+    let square = |xs: &[u64]| pb::SubmitRequest {
+        key_id: "sq".into(),
+        partitions: xs.iter().map(|x| x.to_le_bytes().to_vec()).collect(),
+        ..pb::SubmitRequest::default()
+    };
+    // Bad input found while proving: a witness that does not satisfy the key's constraints.
+    let status = c.prove(square(&[2, 11])).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    assert!(status.message().contains("does not satisfy"), "{status:?}");
+    // A bug in a circuit (it panics): INTERNAL.
+    assert_eq!(c.prove(square(&[13])).await.unwrap_err().code(), Code::Internal);
+    // A key file in the directory that is corrupt: DATA_LOSS, naming what is wrong.
+    let store = cuzk::keystore::KeyStore::open(&dir.0).unwrap();
+    let shape_id = "syn-corrupt";
+    let synthetic = cuzk_circuits::Synthetic::with_log_rows(5, 1);
+    let path = store.path_for(&synthetic.shape_id()).unwrap();
+    std::fs::write(&path, b"CUZKPK but nothing after").unwrap();
+    let status = c.load_key(load(shape_id, "synthetic", br#"{"log_rows": 5}"#)).await.unwrap_err();
+    assert_eq!(status.code(), Code::DataLoss, "{status:?}");
+    // A job whose deadline passes before its partition starts (one worker, busy with another job).
+    let mut slow = square(&(20..60).collect::<Vec<_>>());
+    slow.deadline_ms = 0;
+    let busy = c.submit_proof(slow).await.unwrap().into_inner().job_id;
+    let mut late = square(&[3]);
+    late.deadline_ms = 1;
+    let status = c.prove(late).await.unwrap_err();
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    // Cancelled.
+    assert!(c.cancel_proof(pb::CancelRequest { job_id: busy.clone() }).await.unwrap().into_inner().cancelled);
+    let status = c.await_proof(pb::AwaitRequest { job_id: busy, timeout_ms: 0 }).await.unwrap_err();
+    assert_eq!(status.code(), Code::Cancelled, "{status:?}");
+    // Shutting down: UNAVAILABLE.
+    daemon.stop_accepting();
+    assert_eq!(c.prove(square(&[4])).await.unwrap_err().code(), Code::Unavailable);
     served.stop().await.unwrap();
 }
 

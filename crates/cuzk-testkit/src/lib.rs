@@ -3,6 +3,7 @@
 
 mod gadgets;
 mod points;
+pub mod sim;
 
 pub use cuzk_circuits::Synthetic;
 pub use gadgets::{poseidon_config, MerklePath, PoseidonHash, Sha256Preimage};

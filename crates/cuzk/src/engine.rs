@@ -1,20 +1,30 @@
 //! The engine: backend selection, resident keys, and proving through the layers.
+//!
+//! `Engine::new` opens the CUDA backend on every GPU (`Config::cuda_devices`) when it can, else the
+//! CPU, and says why in `backend_note`. A CUDA key is resident on each GPU (loaded one after another
+//! from copies of the proving key), with the MSMs' buffers and one partition's device buffers reserved,
+//! so a key whose partitions cannot fit beside it is refused at load and proofs allocate nothing.
+//! Single proofs take the GPUs in turn; a pipeline gets one scheduler device per GPU, and a partition
+//! is staged and proved on the device its worker belongs to. `prove_partitions` draws `(r, s)` per
+//! partition in order and proves the partitions in parallel.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ark_bls12_381::{Bls12_381, Fr};
 use ark_ff::UniformRand;
-use ark_groth16::{Proof, ProvingKey, VerifyingKey};
+use ark_groth16::{Proof, ProvingKey};
 use ark_relations::gr1cs::ConstraintSynthesizer;
 use cuzk_cuda::CudaBackend;
 use cuzk_groth16::{CpuBackend, PolyBackend, PreparedKey, ProveOptions, StageTimes};
 use cuzk_keystore::{KeyStore, LoadReport};
-use cuzk_synth::{Counts, R1csShape, SynthError, SynthesisOptions, Synthesized};
+use cuzk_synth::{Counts, R1csShape, SynthesisOptions};
 use rand::{CryptoRng, RngCore};
 use rayon::prelude::*;
 
-use crate::{BackendKind, Config, Error};
+use crate::key::{CudaKey, CudaKeys, KeyInner};
+use crate::partition::{synthesize_partition, SynthesisMode};
+use crate::{BackendKind, Config, Error, Key};
 
 /// The CUDA backends of `devices` (every device when `None`) with every kernel module loaded, or why
 /// they cannot be used.
@@ -48,305 +58,6 @@ enum Backends {
     Cuda(Vec<Arc<CudaBackend>>),
 }
 
-fn device_error(op: &'static str, e: cuzk_cuda::CudaError) -> Error {
-    Error::Prove(cuzk_groth16::ProveError::Backend(cuzk_groth16::BackendError::Device {
-        op,
-        source: Box::new(e),
-    }))
-}
-
-/// Reserves device buffers for up to `want` of `key`'s partitions on `backend` (see
-/// [`CudaBackend::reserve_partition_slots`]); returns how many were reserved.
-fn reserve_slots(backend: &CudaBackend, key: &PreparedKey<CudaBackend>, want: usize) -> Result<usize, Error> {
-    backend
-        .reserve_partition_slots(key.domain_size(), key.variables(), want)
-        .map_err(|e| device_error("reserve_partition_slots", e))
-}
-
-/// A key resident on one GPU, with that GPU's backend.
-pub(crate) struct CudaKey {
-    key: PreparedKey<CudaBackend>,
-    backend: Arc<CudaBackend>,
-}
-
-impl CudaKey {
-    /// Makes `pk` resident on `backend`'s GPU with the MSMs' buffers and one partition's device
-    /// buffers reserved: a key whose partitions cannot fit beside it is refused here, and proofs
-    /// allocate nothing.
-    fn load(backend: &Arc<CudaBackend>, pk: ProvingKey<Bls12_381>) -> Result<Self, Error> {
-        let key = PreparedKey::new(&**backend, pk)?;
-        backend.reserve_msm_workspace(&key).map_err(|e| device_error("reserve_msm_workspace", e))?;
-        reserve_slots(backend, &key, 1)?;
-        Ok(Self { key, backend: backend.clone() })
-    }
-}
-
-/// A key prepared by one backend. A CUDA key is resident on every GPU of the engine, each copy with
-/// its backend.
-// One per key and always behind an Arc: the variants' size difference costs nothing.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum KeyInner {
-    Cpu(PreparedKey<CpuBackend>),
-    Cuda(CudaKeys),
-}
-
-/// A key resident on several GPUs: GPU 0's copy, then the others'.
-pub(crate) struct CudaKeys {
-    first: CudaKey,
-    others: Vec<CudaKey>,
-    /// The device the next single proof goes to (in turn).
-    next: std::sync::atomic::AtomicUsize,
-}
-
-impl CudaKeys {
-    fn len(&self) -> usize {
-        1 + self.others.len()
-    }
-
-    fn get(&self, device: usize) -> Result<&CudaKey, cuzk_groth16::ProveError> {
-        match device.checked_sub(1) {
-            None => Ok(&self.first),
-            Some(i) => self.others.get(i).ok_or_else(|| no_device(device, self.len())),
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &CudaKey> {
-        std::iter::once(&self.first).chain(&self.others)
-    }
-}
-
-/// A partition moved into a key's backend memory ([`KeyInner::stage`]); on CUDA, with the device.
-pub(crate) enum StagedInner {
-    Cpu(cuzk_groth16::Staged<CpuBackend>),
-    Cuda(cuzk_groth16::Staged<CudaBackend>, usize),
-}
-
-fn no_device(device: usize, devices: usize) -> cuzk_groth16::ProveError {
-    cuzk_groth16::ProveError::Backend(cuzk_groth16::BackendError::Device {
-        op: "prove",
-        source: format!("GPU {device} asked for, the key is resident on {devices}").into(),
-    })
-}
-
-impl KeyInner {
-    /// GPUs the key is resident on (one for the CPU backend: the host).
-    pub(crate) fn devices(&self) -> usize {
-        match self {
-            KeyInner::Cpu(_) => 1,
-            KeyInner::Cuda(keys) => keys.len(),
-        }
-    }
-
-    /// Moves a synthesized partition's data into the memory of the key's backend on `device` (an
-    /// index among the engine's GPUs; 0 on the CPU): the upload half of [`KeyInner::prove`].
-    pub(crate) fn stage(
-        &self,
-        device: usize,
-        syn: &Synthesized,
-    ) -> Result<StagedInner, cuzk_groth16::ProveError> {
-        match self {
-            KeyInner::Cpu(k) => cuzk_groth16::stage(&CpuBackend, k, syn).map(StagedInner::Cpu),
-            KeyInner::Cuda(keys) => {
-                let d = keys.get(device)?;
-                cuzk_groth16::stage(&*d.backend, &d.key, syn).map(|st| StagedInner::Cuda(st, device))
-            }
-        }
-    }
-
-    /// The kernel half of [`KeyInner::prove`], on a partition [`KeyInner::stage`] moved; `queued` runs
-    /// once every kernel is issued (see [`cuzk_groth16::prove_staged_queued`]).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn prove_staged(
-        &self,
-        syn: &Synthesized,
-        staged: StagedInner,
-        r: Fr,
-        s: Fr,
-        options: &ProveOptions,
-        queued: impl FnOnce(),
-    ) -> Result<(Proof<Bls12_381>, StageTimes), cuzk_groth16::ProveError> {
-        match (self, staged) {
-            (KeyInner::Cpu(k), StagedInner::Cpu(st)) => {
-                cuzk_groth16::prove_staged_queued(&CpuBackend, k, syn, st, r, s, options, queued)
-            }
-            (KeyInner::Cuda(keys), StagedInner::Cuda(st, device)) => {
-                // The device the partition was staged on: its buffers never cross devices.
-                let d = keys.get(device)?;
-                cuzk_groth16::prove_staged_queued(&*d.backend, &d.key, syn, st, r, s, options, queued)
-            }
-            _ => Err(cuzk_groth16::ProveError::Backend(cuzk_groth16::BackendError::Device {
-                op: "prove_staged",
-                source: "the partition was staged on another backend than the key's".into(),
-            })),
-        }
-    }
-
-    /// Host bytes the key holds for as long as it lives: its bases where the backend keeps them on the
-    /// host, and for CUDA the backend's pinned staging buffers.
-    pub(crate) fn host_bytes(&self) -> u64 {
-        match self {
-            KeyInner::Cpu(k) => k.host_bytes(),
-            KeyInner::Cuda(keys) => keys.iter().map(|d| d.key.host_bytes() + d.backend.staging_bytes()).sum(),
-        }
-    }
-
-    /// Checks a proof against the key's verifying key.
-    pub(crate) fn verify(
-        &self,
-        proof: &Proof<Bls12_381>,
-        inputs: &[Fr],
-    ) -> Result<(), cuzk_groth16::ProveError> {
-        match self {
-            KeyInner::Cpu(k) => cuzk_groth16::verify(k, proof, inputs),
-            KeyInner::Cuda(keys) => cuzk_groth16::verify(&keys.first.key, proof, inputs),
-        }
-    }
-
-    /// Proves one synthesized partition on the backend the key lives in.
-    pub(crate) fn prove(
-        &self,
-        syn: &Synthesized,
-        r: Fr,
-        s: Fr,
-        options: &ProveOptions,
-    ) -> Result<(Proof<Bls12_381>, StageTimes), cuzk_groth16::ProveError> {
-        match self {
-            KeyInner::Cpu(k) => cuzk_groth16::prove(&CpuBackend, k, syn, r, s, options),
-            KeyInner::Cuda(keys) => {
-                // Single proofs take the GPUs in turn.
-                let turn = keys.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % keys.len();
-                let d = keys.get(turn)?;
-                cuzk_groth16::prove(&*d.backend, &d.key, syn, r, s, options)
-            }
-        }
-    }
-}
-
-/// A proving key resident in an engine's backend, optionally with the recorded R1CS shape of its
-/// circuit. Cheap to clone; shared by every proof that uses it.
-///
-/// With a shape, the engine synthesizes partitions witness-only (see [`SynthesisMode`]); without one it
-/// synthesizes them in full.
-#[derive(Clone)]
-pub struct Key {
-    pub(crate) inner: Arc<KeyInner>,
-    shape: Option<Arc<R1csShape>>,
-}
-
-impl std::fmt::Debug for Key {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Key")
-            .field("backend", &self.backend_name())
-            .field("domain_size", &self.domain_size())
-            .field("shape", &self.shape.as_ref().map(|s| s.counts()))
-            .finish()
-    }
-}
-
-impl Key {
-    /// The recorded R1CS shape attached to this key, if any.
-    pub fn shape(&self) -> Option<&Arc<R1csShape>> {
-        self.shape.as_ref()
-    }
-
-    /// This key with `shape` attached, so partitions are synthesized witness-only against it. The
-    /// shape's counts must be the key's (instance, witness and all variables, NTT domain size);
-    /// otherwise the first count that differs is named. The key's bases are shared, not copied.
-    pub fn with_shape(&self, shape: Arc<R1csShape>) -> Result<Key, Error> {
-        match &*self.inner {
-            KeyInner::Cpu(k) => k.check_fits(&shape.counts())?,
-            KeyInner::Cuda(keys) => keys.first.key.check_fits(&shape.counts())?,
-        }
-        Ok(Key { inner: self.inner.clone(), shape: Some(shape) })
-    }
-
-    /// This key without a shape: partitions are synthesized in full. The key's bases are shared.
-    pub fn without_shape(&self) -> Key {
-        Key { inner: self.inner.clone(), shape: None }
-    }
-
-    /// The verifying key that matches this proving key.
-    pub fn vk(&self) -> &VerifyingKey<Bls12_381> {
-        match &*self.inner {
-            KeyInner::Cpu(k) => k.vk(),
-            KeyInner::Cuda(keys) => keys.first.key.vk(),
-        }
-    }
-
-    /// Devices the key is resident on: the GPUs of a CUDA engine, 1 (the host) for the CPU backend.
-    pub fn devices(&self) -> usize {
-        self.inner.devices()
-    }
-
-    /// The NTT domain size of the circuit the key was made for.
-    pub fn domain_size(&self) -> usize {
-        match &*self.inner {
-            KeyInner::Cpu(k) => k.domain_size(),
-            KeyInner::Cuda(keys) => keys.first.key.domain_size(),
-        }
-    }
-
-    fn backend_name(&self) -> &'static str {
-        match &*self.inner {
-            KeyInner::Cpu(_) => CpuBackend.name(),
-            KeyInner::Cuda(keys) => keys.first.backend.name(),
-        }
-    }
-}
-
-/// How a partition's circuit was synthesized.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SynthesisMode {
-    /// The circuit built its own R1CS matrices (`cuzk_synth::synthesize`): the key carries no recorded
-    /// shape, or [`Config::witness_only`] is off.
-    Full,
-    /// The circuit only assigned its variables; `a`, `b`, `c` came from the key's recorded shape
-    /// (`cuzk_synth::synthesize_witness_only`), always with the satisfaction check.
-    WitnessOnly,
-}
-
-impl SynthesisMode {
-    /// "full" or "witness-only".
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Full => "full",
-            Self::WitnessOnly => "witness-only",
-        }
-    }
-}
-
-impl std::fmt::Display for SynthesisMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Synthesizes one partition: witness-only against `shape` when there is one, in full otherwise.
-///
-/// Witness-only synthesis always checks that the witness satisfies the shape's constraints, whatever
-/// `options` say: the matrices are the key's, not the circuit's, so this check is what refuses a
-/// circuit of another shape with equal variable counts.
-pub(crate) fn synthesize_partition<C: ConstraintSynthesizer<Fr>>(
-    shape: Option<&R1csShape>,
-    circuit: C,
-    options: &SynthesisOptions,
-) -> Result<(Synthesized, SynthesisMode), Error> {
-    let Some(shape) = shape else {
-        return Ok((cuzk_synth::synthesize(circuit, options)?, SynthesisMode::Full));
-    };
-    let checked = SynthesisOptions { check_satisfied: true };
-    match cuzk_synth::synthesize_witness_only(circuit, shape, &checked) {
-        Ok((syn, _peak)) => Ok((syn, SynthesisMode::WitnessOnly)),
-        Err(SynthError::ShapeMismatch { what, shape, circuit }) => {
-            Err(Error::ShapeMismatch { what, shape, circuit })
-        }
-        Err(SynthError::Unsatisfied { index, num_constraints }) => {
-            Err(Error::ShapeUnsatisfied { index, num_constraints })
-        }
-        Err(other) => Err(other.into()),
-    }
-}
-
 /// A proof with what it took to make it.
 #[derive(Debug, Clone)]
 pub struct ProofReport {
@@ -368,7 +79,8 @@ pub struct ProofReport {
 ///
 /// ```
 /// use ark_groth16::Groth16;
-/// use cuzk::{circuits::Synthetic, Bls12_381, Config, Engine, Fr};
+/// use cuzk::{Bls12_381, Config, Engine, Fr};
+/// use cuzk_circuits::Synthetic;
 /// use rand::{rngs::StdRng, SeedableRng};
 ///
 /// # fn main() -> Result<(), cuzk::Error> {
@@ -733,41 +445,14 @@ impl Engine {
         C: ConstraintSynthesizer<Fr> + Send + 'static,
     {
         self.check_key(key)?;
-        let synthesis_mode = self.synthesis_mode(key);
-        let stages = crate::pipeline::EngineStages::<C> {
-            key: key.clone(),
-            shape: self.shape_for(key).cloned(),
-            synthesis: self.synthesis_options(),
-            prove: self.prove_options(),
-            circuit: std::marker::PhantomData,
-        };
-        let mut sched = sched;
-        if let KeyInner::Cuda(keys) = &*key.inner {
-            // Every GPU the key is resident on, each with one device slot per GPU worker, as many as
-            // its free memory allows (the fewest any device has, for all).
-            sched.devices = keys.len();
-            let want = sched.gpu_workers_per_device.max(1);
-            let mut slots = want;
-            for d in keys.iter() {
-                slots = slots.min(reserve_slots(&d.backend, &d.key, want)?);
-            }
-            sched.slots_per_device = slots;
-        }
-        // What the key holds on the host (and the pinned staging) is reserved for the pipeline's life,
-        // and every pipeline's widest partition must still fit beside all such reservations.
-        let fixed = key.inner.host_bytes();
-        let partition = crate::pipeline::partition_host_bytes(key.domain_size());
-        let held = budget.reserve_resident(fixed, partition).map_err(|e| match e {
-            cuzk_sched::BudgetError::NoRoom { available, .. } => {
-                Error::HostBudget { budget: available, key: fixed, partition }
-            }
-            cuzk_sched::BudgetError::TooLarge { capacity, .. } => {
-                Error::HostBudget { budget: capacity, key: fixed, partition }
-            }
-        })?;
-        sched.host_budget_bytes = budget.capacity();
-        let scheduler = cuzk_sched::Scheduler::with_budget(stages, sched, budget.clone());
-        Ok(crate::Pipeline::new(scheduler, synthesis_mode, held))
+        crate::pipeline::Pipeline::start(
+            key,
+            self.shape_for(key).cloned(),
+            self.synthesis_options(),
+            self.prove_options(),
+            sched,
+            budget,
+        )
     }
 
     /// Verifies a proof against the key's verifying key.

@@ -1,7 +1,35 @@
-//! The facade's error type.
+//! The facade's error type, and its kinds: what a caller (a daemon turning errors into status
+//! codes, say) decides on without reading messages.
 
-use cuzk_groth16::ProveError;
+use cuzk_groth16::{BackendError, ProveError};
+use cuzk_sched::{JobError, SubmitError};
 use cuzk_synth::SynthError;
+
+/// What kind of failure an [`Error`] is, whichever layer it came from ([`Error::kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The caller's input is wrong: a witness that does not satisfy its circuit, a circuit or key of
+    /// another shape, a malformed key, a bad argument.
+    InvalidInput,
+    /// Something asked for does not exist (a key file).
+    NotFound,
+    /// Not enough memory: the host budget, or device memory.
+    ResourceExhausted,
+    /// The proof was cancelled.
+    Cancelled,
+    /// A deadline passed, or waiting for a proof timed out.
+    DeadlineExceeded,
+    /// The engine cannot serve now: the backend asked for is missing, or the pipeline is shutting down.
+    Unavailable,
+    /// A device operation failed (a CUDA call, a kernel).
+    Device,
+    /// Stored data is corrupt (a key or shape file that fails its checks).
+    Corrupt,
+    /// A failure that is nobody's input: a step that panicked, a proof that failed its self-check, an
+    /// I/O error.
+    Internal,
+}
 
 /// Everything that can go wrong in the engine. No proof is ever returned alongside an error.
 #[derive(Debug, thiserror::Error)]
@@ -98,4 +126,79 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+}
+
+impl Error {
+    /// The engine error at the bottom of this one: the partition's own error for a batch's failed
+    /// partition ([`Error::Partition`]) or a pipeline's ([`Error::Pipeline`], whose step kept the
+    /// error it failed with), else this error itself. A pipeline's failure is thus as structured as
+    /// the same failure from [`crate::Engine::prove`].
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::Partition { source, .. } => source.root(),
+            Error::Pipeline(JobError::Partition { source, .. }) => match source.downcast_ref::<Error>() {
+                Some(inner) => inner.root(),
+                None => self,
+            },
+            _ => self,
+        }
+    }
+
+    /// What kind of failure this is (see [`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self.root() {
+            Error::BackendUnavailable { .. } => K::Unavailable,
+            Error::HostBudget { .. } => K::ResourceExhausted,
+            Error::KeyBackend { .. } | Error::RandomnessCount { .. } => K::InvalidInput,
+            Error::ShapeMismatch { .. } | Error::ShapeUnsatisfied { .. } => K::InvalidInput,
+            Error::Synthesis(_) => K::InvalidInput,
+            Error::Store(e) => store_kind(e),
+            Error::Prove(e) => prove_kind(e),
+            Error::Pipeline(e) => job_kind(e),
+            Error::Submit(SubmitError::ShutDown) => K::Unavailable,
+            Error::Submit(_) => K::InvalidInput,
+            Error::Partition { source, .. } => source.kind(),
+        }
+    }
+}
+
+fn store_kind(e: &cuzk_keystore::Error) -> ErrorKind {
+    use cuzk_keystore::Error as S;
+    match e {
+        S::InvalidShapeId { .. } => ErrorKind::InvalidInput,
+        S::NotFound { .. } => ErrorKind::NotFound,
+        S::Io { .. } | S::Stream { .. } => ErrorKind::Internal,
+        _ => ErrorKind::Corrupt,
+    }
+}
+
+fn prove_kind(e: &ProveError) -> ErrorKind {
+    match e {
+        ProveError::KeyMismatch { .. } | ProveError::MalformedKey(_) => ErrorKind::InvalidInput,
+        ProveError::Backend(BackendError::Device { source, .. }) => device_kind(source.as_ref()),
+        ProveError::Backend(_) => ErrorKind::InvalidInput,
+        ProveError::SelfCheckFailed | ProveError::Verification(_) => ErrorKind::Internal,
+    }
+}
+
+/// A device failure, or device memory that ran out.
+fn device_kind(e: &(dyn std::error::Error + 'static)) -> ErrorKind {
+    match e.downcast_ref::<cuzk_cuda::CudaError>() {
+        Some(e) if e.is_out_of_memory() => ErrorKind::ResourceExhausted,
+        Some(cuzk_cuda::CudaError::NoDriver | cuzk_cuda::CudaError::NoDevice(_)) => ErrorKind::Unavailable,
+        _ => ErrorKind::Device,
+    }
+}
+
+fn job_kind(e: &JobError) -> ErrorKind {
+    match e {
+        // A cause that is an engine error is classified by `Error::root`; what is left here is a
+        // step's panic, or a cause from outside the engine.
+        JobError::Partition { .. } => ErrorKind::Internal,
+        JobError::Budget { .. } => ErrorKind::ResourceExhausted,
+        JobError::Cancelled => ErrorKind::Cancelled,
+        JobError::DeadlineExceeded { .. } | JobError::Timeout => ErrorKind::DeadlineExceeded,
+        JobError::ShutDown => ErrorKind::Unavailable,
+    }
 }

@@ -16,12 +16,13 @@ use std::sync::Arc;
 use ark_bls12_381::{Bls12_381, Fr};
 use ark_groth16::Proof;
 use ark_relations::gr1cs::ConstraintSynthesizer;
-use cuzk_groth16::{ProveOptions, StageTimes};
+use cuzk_groth16::{ProveOptions, Stage, StageTimes};
 use cuzk_sched::{KernelLog, PartitionRef, Placement, StageError, Stages};
 use cuzk_synth::{R1csShape, SynthesisOptions, Synthesized};
 
-use crate::engine::{synthesize_partition, StagedInner};
-use crate::{Key, SynthesisMode};
+use crate::key::{reserve_slots, KeyInner, StagedInner};
+use crate::partition::synthesize_partition;
+use crate::{Error, Key, SynthesisMode};
 
 /// Host bytes of one synthesized partition of domain size `n`: `a`, `b`, `c` and `z`, four vectors of
 /// at most `n` elements of 32 bytes.
@@ -52,8 +53,10 @@ pub(crate) struct StagedPartition {
     staged: StagedInner,
 }
 
-fn stage_error(stage: &'static str) -> impl Fn(String) -> StageError {
-    move |m| StageError::new(stage, m)
+/// A failure of `stage`, its cause the engine's own error (so a pipeline's caller gets it back
+/// structured, see [`Error::root`]).
+fn stage_error(stage: &'static str) -> impl Fn(Error) -> StageError {
+    move |e| StageError::new(stage, e)
 }
 
 /// Logs the kernel step's phases back to back, as they ran. With device times (a GPU backend): the
@@ -62,14 +65,18 @@ fn stage_error(stage: &'static str) -> impl Fn(String) -> StageError {
 /// concurrent, so their phase's wall time), then assembly and the self-check.
 fn log_stages(log: &mut KernelLog<'_>, t: &StageTimes) {
     if let Some(d) = &t.device {
-        for (name, d) in d.named() {
-            log.record(name, d.as_secs_f64());
+        for stage in Stage::DEVICE {
+            log.record(stage, d[stage].as_secs_f64());
         }
         return;
     }
-    let msms = t.total.saturating_sub(t.upload + t.witness_map + t.assemble + t.verify);
-    for (name, d) in [("witness_map", t.witness_map), ("msms", msms), ("assembly", t.assemble + t.verify)] {
-        log.record(name, d.as_secs_f64());
+    let h = &t.host;
+    for (stage, d) in [
+        (Stage::WitnessMap, h[Stage::WitnessMap]),
+        (Stage::Msms, t.msm_phase()),
+        (Stage::Assembly, h[Stage::Assembly] + h[Stage::SelfCheck]),
+    ] {
+        log.record(stage, d.as_secs_f64());
     }
 }
 
@@ -87,7 +94,7 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
 
     fn synthesize(&self, _part: PartitionRef, (circuit, r, s): Self::Input) -> Result<Partition, StageError> {
         let (syn, _mode) = synthesize_partition(self.shape.as_deref(), circuit, &self.synthesis)
-            .map_err(|e| stage_error("synthesis")(e.to_string()))?;
+            .map_err(stage_error("synthesis"))?;
         Ok(Partition { syn, r, s })
     }
 
@@ -98,7 +105,7 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
         mut part: Partition,
     ) -> Result<StagedPartition, StageError> {
         let staged =
-            self.key.inner.stage(at.device, &part.syn).map_err(|e| stage_error("upload")(e.to_string()))?;
+            self.key.inner.stage(at.device, &part.syn).map_err(|e| stage_error("upload")(e.into()))?;
         // a, b and c live in backend memory now; only z is still read from the host.
         for v in [&mut part.syn.a, &mut part.syn.b, &mut part.syn.c] {
             *v = Vec::new();
@@ -122,7 +129,7 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
             .key
             .inner
             .prove_staged(&p.syn, staged, p.r, p.s, &no_check, || log.kernels_queued())
-            .map_err(|e| stage_error("kernels")(e.to_string()))?;
+            .map_err(|e| stage_error("kernels")(e.into()))?;
         log_stages(log, &times);
         Ok((proof, self.prove.verify.then(|| p.syn.public_inputs().to_vec())))
     }
@@ -133,7 +140,7 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
         (proof, inputs): Self::Computed,
     ) -> Result<Proof<Bls12_381>, StageError> {
         if let Some(inputs) = inputs {
-            self.key.inner.verify(&proof, &inputs).map_err(|e| stage_error("self-check")(e.to_string()))?;
+            self.key.inner.verify(&proof, &inputs).map_err(|e| stage_error("self-check")(e.into()))?;
         }
         Ok(proof)
     }
@@ -161,24 +168,65 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> std::fmt::Debug for Pipeline
 }
 
 impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Pipeline<C> {
-    pub(crate) fn new(
-        scheduler: cuzk_sched::Scheduler<EngineStages<C>>,
-        synthesis_mode: SynthesisMode,
-        key_bytes: cuzk_sched::ResidentReservation,
-    ) -> Self {
-        Self { scheduler, synthesis_mode, key_bytes }
+    /// Starts a pipeline over `key` reserving host memory from `budget` (see
+    /// [`crate::Engine::pipeline_sharing`]): partitions synthesized against `shape` (full synthesis
+    /// without one), proved with `prove`'s checks.
+    pub(crate) fn start(
+        key: &Key,
+        shape: Option<Arc<R1csShape>>,
+        synthesis: SynthesisOptions,
+        prove: ProveOptions,
+        sched: cuzk_sched::Config,
+        budget: &cuzk_sched::Budget,
+    ) -> Result<Self, Error> {
+        let synthesis_mode = if shape.is_some() { SynthesisMode::WitnessOnly } else { SynthesisMode::Full };
+        let stages = EngineStages::<C> {
+            key: key.clone(),
+            shape,
+            synthesis,
+            prove,
+            circuit: std::marker::PhantomData,
+        };
+        let mut sched = sched;
+        if let KeyInner::Cuda(keys) = &*key.inner {
+            // Every GPU the key is resident on, each with one device slot per GPU worker, as many as
+            // its free memory allows (the fewest any device has, for all).
+            sched.devices = keys.len();
+            let want = sched.gpu_workers_per_device.max(1);
+            let mut slots = want;
+            for d in keys.iter() {
+                slots = slots.min(reserve_slots(&d.backend, &d.key, want)?);
+            }
+            sched.slots_per_device = slots;
+        }
+        // What the key holds on the host (and the pinned staging) is reserved for the pipeline's life,
+        // and every pipeline's widest partition must still fit beside all such reservations.
+        let fixed = key.inner.host_bytes();
+        let partition = partition_host_bytes(key.domain_size());
+        let key_bytes = budget.reserve_resident(fixed, partition).map_err(|e| match e {
+            cuzk_sched::BudgetError::NoRoom { available, .. } => {
+                Error::HostBudget { budget: available, key: fixed, partition }
+            }
+            cuzk_sched::BudgetError::TooLarge { capacity, .. } => {
+                Error::HostBudget { budget: capacity, key: fixed, partition }
+            }
+        })?;
+        sched.host_budget_bytes = budget.capacity();
+        let scheduler = cuzk_sched::Scheduler::with_budget(stages, sched, budget.clone());
+        Ok(Self { scheduler, synthesis_mode, key_bytes })
     }
 
-    /// Queues a proof: its partitions, each with its blinding scalars `r` and `s`. Refused when a live
-    /// job has the same id.
+    /// Queues a proof: its partitions, each with its blinding scalars `r` and `s`. Refused
+    /// ([`Error::Submit`]) when a live job has the same id, the proof has no partitions, or the
+    /// pipeline is shutting down.
     pub fn submit(
         &self,
         id: cuzk_sched::JobId,
         priority: cuzk_sched::Priority,
         deadline: Option<std::time::Instant>,
         partitions: Vec<(C, Fr, Fr)>,
-    ) -> Result<ProofJob<C>, cuzk_sched::SubmitError> {
-        self.scheduler.submit(id, priority, deadline, partitions).map(ProofJob)
+    ) -> Result<ProofJob<C>, Error> {
+        Ok(ProofJob(self.scheduler.submit(id, priority, deadline, partitions)?))
     }
 
     /// How partitions are synthesized.
@@ -243,17 +291,16 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> ProofJob<C> {
         self.0.id()
     }
 
-    /// Waits for the proofs, in partition order.
-    pub fn wait(self) -> Result<Vec<Proof<Bls12_381>>, cuzk_sched::JobError> {
-        self.0.wait()
+    /// Waits for the proofs, in partition order. A failure is [`Error::Pipeline`]; [`Error::root`]
+    /// and [`Error::kind`] see through it to the partition's own error, as [`crate::Engine::prove`]
+    /// would have returned it.
+    pub fn wait(self) -> Result<Vec<Proof<Bls12_381>>, Error> {
+        Ok(self.0.wait()?)
     }
 
-    /// Waits at most `timeout`; on [`cuzk_sched::JobError::Timeout`] the job goes on.
-    pub fn wait_timeout(
-        &self,
-        timeout: std::time::Duration,
-    ) -> Result<Vec<Proof<Bls12_381>>, cuzk_sched::JobError> {
-        self.0.wait_timeout(timeout)
+    /// Waits at most `timeout`; on a timeout (`cuzk_sched::JobError::Timeout`) the job goes on.
+    pub fn wait_timeout(&self, timeout: std::time::Duration) -> Result<Vec<Proof<Bls12_381>>, Error> {
+        Ok(self.0.wait_timeout(timeout)?)
     }
 
     /// Cancels the job: queued partitions are dropped, running ones finish and are discarded. False
@@ -269,13 +316,13 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> ProofJob<C> {
 }
 
 impl<C: ConstraintSynthesizer<Fr> + Send + 'static> std::future::Future for ProofJob<C> {
-    type Output = Result<Vec<Proof<Bls12_381>>, cuzk_sched::JobError>;
+    type Output = Result<Vec<Proof<Bls12_381>>, Error>;
 
     fn poll(
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
-        std::pin::Pin::new(&mut self.get_mut().0).poll(cx)
+        std::pin::Pin::new(&mut self.get_mut().0).poll(cx).map(|r| r.map_err(Error::from))
     }
 }
 
@@ -310,38 +357,39 @@ mod tests {
     #[test]
     fn device_times_replace_the_host_phases_in_the_kernel_log() {
         let ms = Duration::from_millis;
-        let host = StageTimes {
-            upload: ms(1),
-            witness_map: ms(2),
-            assemble: ms(3),
-            verify: ms(4),
-            total: ms(20),
-            ..StageTimes::default()
-        };
+        let mut host = StageTimes { total: ms(20), ..StageTimes::default() };
+        for (stage, t) in
+            [(Stage::Upload, 1), (Stage::WitnessMap, 2), (Stage::Assembly, 3), (Stage::SelfCheck, 4)]
+        {
+            host.host[stage] = ms(t);
+        }
         let mut log = KernelLog::default();
         log_stages(&mut log, &host);
-        let names: Vec<&str> = log.kernels.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = log.kernels.iter().map(|(n, _)| n.name()).collect();
         assert_eq!(names, ["witness_map", "msms", "assembly"]);
         assert!(
             (log.kernels[1].1 - 0.010).abs() < 1e-9,
             "msms = total - upload - witness map - assembly - check"
         );
 
-        let device = cuzk_groth16::DeviceStageTimes {
-            witness_map: ms(5),
-            msm_a: ms(6),
-            msm_b_g1: ms(7),
-            msm_b_g2: ms(8),
-            msm_l: ms(9),
-            msm_h: ms(10),
+        let mut device = cuzk_groth16::PerStage::default();
+        for (stage, t) in [
+            (Stage::WitnessMap, 5),
+            (Stage::MsmA, 6),
+            (Stage::MsmBG1, 7),
+            (Stage::MsmBG2, 8),
+            (Stage::MsmL, 9),
+            (Stage::MsmH, 10),
             // The upload is not kernel time.
-            upload: ms(11),
-            steps: vec![("msm_h", "sort", ms(2))],
-        };
+            (Stage::Upload, 11),
+        ] {
+            device[stage] = ms(t);
+        }
+        let steps = vec![(Stage::MsmH, "sort", ms(2))];
         let mut log = KernelLog::default();
-        log_stages(&mut log, &StageTimes { device: Some(device), ..host });
+        log_stages(&mut log, &StageTimes { device: Some(device), steps, ..host });
         let got: Vec<(&str, u64)> =
-            log.kernels.iter().map(|(n, s)| (n.as_str(), (s * 1e3).round() as u64)).collect();
+            log.kernels.iter().map(|(n, s)| (n.name(), (s * 1e3).round() as u64)).collect();
         assert_eq!(
             got,
             [("witness_map", 5), ("msm_a", 6), ("msm_b_g1", 7), ("msm_b_g2", 8), ("msm_l", 9), ("msm_h", 10)]

@@ -3,7 +3,9 @@
 use ark_bls12_381::{Bls12_381, Fr};
 use ark_ff::UniformRand;
 use ark_groth16::Groth16;
-use cuzk::{circuits::Synthetic, BackendKind, Config, Engine, Error};
+use cuzk::sched::SpanKind;
+use cuzk::{BackendKind, Config, Engine, Error, Stage};
+use cuzk_circuits::Synthetic;
 use cuzk_groth16::ProveError;
 use cuzk_synth::SynthError;
 use cuzk_testkit::{keygen, seeded_rng, FailingCircuit, OneConstraint, Unsatisfied};
@@ -304,13 +306,13 @@ fn pipelined_proofs_equal_ark_groth16_and_synthesis_overlaps_proving() {
         assert_eq!(*proof, Groth16::<Bls12_381>::create_proof_with_reduction(*c, &pk, *r, *s).unwrap());
     }
     let spans = run.timeline.spans();
-    let synth: Vec<_> = spans.iter().filter(|s| s.kind == "synthesis").collect();
-    let kernels: Vec<_> = spans.iter().filter(|s| s.kind == "kernel_lock").collect();
+    let synth: Vec<_> = spans.iter().filter(|s| s.kind == SpanKind::Synthesis).collect();
+    let kernels: Vec<_> = spans.iter().filter(|s| s.kind == SpanKind::KernelLock).collect();
     assert_eq!((synth.len(), kernels.len()), (4, 4));
     let overlapped =
         synth.iter().any(|s| kernels.iter().any(|k| k.partition != s.partition && k.overlaps(s)));
     assert!(overlapped, "synthesis of one partition overlaps proving of another");
-    for phase in ["kernel:witness_map", "kernel:msms", "kernel:assembly"] {
+    for phase in [Stage::WitnessMap, Stage::Msms, Stage::Assembly].map(SpanKind::Kernel) {
         assert!(spans.iter().any(|s| s.kind == phase), "prover phase {phase} is on the kernel lane");
     }
 
@@ -357,7 +359,7 @@ fn several_pipelined_proofs_come_back_per_job_and_a_failing_job_fails_the_call()
 
 #[test]
 fn porep_like_partitions_prove_like_ark_groth16_and_verify() {
-    use cuzk::circuits::PorepLike;
+    use cuzk_circuits::PorepLike;
     let mut rng = seeded_rng("porep_like");
     let seed = rng.next_u64();
     // At 2^10 the tree has two leaves, so two partitions may challenge the same node and share their
@@ -381,4 +383,56 @@ fn porep_like_partitions_prove_like_ark_groth16_and_verify() {
     }
     // Each proof is bound to its own partition's public inputs.
     assert!(!e.verify(&key, &reports[0].proof, &partitions[1].public_input_values()).unwrap());
+}
+
+#[test]
+fn failures_inside_a_pipeline_reach_the_caller_with_their_kind() {
+    use cuzk::sched::{JobId, Priority};
+    use cuzk::ErrorKind;
+    let mut rng = seeded_rng("pipeline_error_kinds");
+    let inner = Synthetic::new(40, 1);
+    let e = engine();
+    let key = e.load_key(keygen(inner, &mut rng)).unwrap();
+    let (r, s) = (Fr::from(3u64), Fr::from(4u64));
+    // The budget path: too small for the key and one partition.
+    let tight =
+        cuzk::sched::Config { partition_workers: 1, host_budget_bytes: 1 << 10, ..Default::default() };
+    let err = e.pipeline::<Unsatisfied>(&key, tight).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ResourceExhausted, "{err}");
+    assert!(matches!(err.root(), Error::HostBudget { .. }), "{err}");
+    // A partition that fails inside the pipeline: its own error comes back, as `prove` gives it.
+    let p = e
+        .pipeline::<Unsatisfied>(&key, cuzk::sched::Config { partition_workers: 1, ..Default::default() })
+        .unwrap();
+    let job = p
+        .submit(
+            JobId(1),
+            Priority::Normal,
+            None,
+            vec![(Unsatisfied { inner, bad: 40 }, r, s), (Unsatisfied { inner, bad: 3 }, r, s)],
+        )
+        .unwrap();
+    let err = job.wait().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    let direct = e.prove_with_randomness(&key, Unsatisfied { inner, bad: 3 }, r, s).unwrap_err();
+    assert!(matches!(err.root(), Error::Synthesis(SynthError::Unsatisfied { .. })), "{err}");
+    assert_eq!(err.root().to_string(), direct.to_string(), "the same error as from prove");
+    // Cancelled, through the pipeline.
+    let job = p
+        .submit(
+            JobId(2),
+            Priority::Normal,
+            None,
+            (0..50).map(|_| (Unsatisfied { inner, bad: 40 }, r, s)).collect(),
+        )
+        .unwrap();
+    assert!(job.cancel());
+    assert_eq!(job.wait().unwrap_err().kind(), ErrorKind::Cancelled);
+    // A submission the scheduler refuses: no partitions.
+    let err = p.submit(JobId(3), Priority::Normal, None, vec![]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    // No GPU here: the CUDA backend is unavailable, by kind (on a GPU host the engine opens).
+    if let Err(err) = Engine::new(Config::cuda()) {
+        assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    }
 }

@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use ark_bls12_381::{Bls12_381, Fr};
 use ark_ff::UniformRand;
 use ark_groth16::Groth16;
-use cuzk::{circuits::Synthetic, Config, Engine};
+use cuzk::{Config, Engine};
+use cuzk_circuits::Synthetic;
 use cuzk_testkit::{keygen, seeded_rng};
 use rand::Rng;
 
@@ -49,9 +50,10 @@ fn a_pipeline_proves_on_every_gpu_and_every_proof_equals_ark_groth16() {
         }
     }
     // Every device ran kernels.
-    let lanes: BTreeSet<String> =
-        run.timeline.spans().into_iter().filter(|s| s.kind.starts_with("kernel:")).map(|s| s.lane).collect();
-    let expected: BTreeSet<String> = (0..devices.len()).map(|d| format!("gpu{d}-kernels")).collect();
+    let lanes: BTreeSet<cuzk::sched::Lane> =
+        run.timeline.spans().into_iter().filter(|s| s.kind.is_kernel()).map(|s| s.lane).collect();
+    let expected: BTreeSet<cuzk::sched::Lane> =
+        (0..devices.len()).map(|device| cuzk::sched::Lane::Kernels { device }).collect();
     assert_eq!(lanes, expected, "kernel lanes of the timeline");
 }
 

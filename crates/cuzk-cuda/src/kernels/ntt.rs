@@ -1,41 +1,14 @@
-//! One safe wrapper per kernel: each checks lengths and sizes, then launches on the given stream.
-//!
-//! Launches are asynchronous; errors in a kernel surface at the next synchronising call.
+//! The NTT module's kernels (`kernels/ntt/ntt.cu`): power tables, bit reversals, radix-2 passes in
+//! shared memory, scaling, and the witness map's quotient step.
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use crate::{CudaError, DriverContext, Gpu, GpuFq, GpuFq2, GpuFr};
-
-/// Threads per block of the elementwise kernels.
-const BLOCK: u32 = 256;
-/// Outputs per element of `fr_ops` / `fq_ops`: add, sub, mul, sqr, neg, inverse, to_mont, from_mont.
-pub const FIELD_OPS: usize = 8;
-/// Outputs per element of `fq2_ops`: add, sub, mul, sqr, neg, inverse.
-pub const FQ2_OPS: usize = 6;
-/// The most elements one elementwise launch takes (the kernels index with 32-bit integers).
-pub const MAX_ELEMENTS: usize = u32::MAX as usize;
-
-fn elementwise(n: usize) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: ((n as u32).div_ceil(BLOCK).max(1), 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    }
-}
-
-fn count(op: &'static str, n: usize) -> Result<u32, CudaError> {
-    u32::try_from(n).map_err(|_| CudaError::Size { op, size: n, reason: "more than 2^32 - 1 elements" })
-}
-
-fn expect_len(op: &'static str, expected: usize, got: usize) -> Result<(), CudaError> {
-    if expected == got {
-        Ok(())
-    } else {
-        Err(CudaError::Length { op, expected, got })
-    }
-}
+use super::{count, elementwise, expect_len, BLOCK};
+use crate::modules::PASS_TILE_BITS;
+use crate::profile::Probe;
+use crate::{CudaError, DriverContext, Gpu, GpuFr};
 
 /// A power table `s^i = hi[i >> lo_bits] * lo[i & (2^lo_bits - 1)]` on the device.
 #[derive(Debug)]
@@ -79,11 +52,13 @@ pub fn fill_powers(
     stream: &Arc<CudaStream>,
     out: &mut CudaSlice<GpuFr>,
     table: &PowerTable,
+    probe: &mut Probe,
 ) -> Result<(), CudaError> {
     let n = count("fill_powers", out.len())?;
     if table.capacity() < out.len() {
         return Err(CudaError::Length { op: "fill_powers", expected: out.len(), got: table.capacity() });
     }
+    probe.before(gpu, stream)?;
     // SAFETY: matches `ntt_fill_powers(Fr* out, const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t n)`;
     // the kernel reads lo[< 2^lo_bits] and hi[< n >> lo_bits], both in range by the capacity check.
     unsafe {
@@ -97,6 +72,7 @@ pub fn fill_powers(
             .launch(elementwise(n as usize))
     }
     .during("ntt_fill_powers")?;
+    probe.after(gpu, stream, "fill_powers")?;
     Ok(())
 }
 
@@ -117,6 +93,7 @@ pub fn bit_reverse(
     x: &mut CudaSlice<GpuFr>,
     log_n: u32,
     scale: Option<ScaleAt<'_>>,
+    probe: &mut Probe,
 ) -> Result<(), CudaError> {
     let n = 1usize << log_n;
     expect_len("bit_reverse", n, x.len())?;
@@ -139,6 +116,7 @@ pub fn bit_reverse(
     } else {
         (&gpu.ntt.bit_reverse, elementwise(n))
     };
+    probe.before(gpu, stream)?;
     // SAFETY: both kernels have the signature `(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
     // uint32_t lo_bits, uint32_t powers, uint32_t scale)`; x has 2^log_n elements (the tiled one needs
     // log_n >= 8 and one block per middle index); the tables are read only when powers = 1, and then
@@ -157,6 +135,7 @@ pub fn bit_reverse(
             .launch(cfg)
     }
     .during("ntt_bit_reverse")?;
+    probe.after(gpu, stream, "bit reversal")?;
     Ok(())
 }
 
@@ -185,6 +164,7 @@ pub fn ntt_pass(
     s0: u32,
     k: u32,
     decimation: Decimation,
+    probe: &mut Probe,
 ) -> Result<(), CudaError> {
     let n = 1usize << log_n;
     expect_len("ntt_pass", n, x.len())?;
@@ -202,6 +182,7 @@ pub fn ntt_pass(
         shared_mem_bytes: 2 * tile * std::mem::size_of::<GpuFr>() as u32,
     };
     let dif = u32::from(decimation == Decimation::Frequency);
+    probe.before(gpu, stream)?;
     // SAFETY: matches `ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c,
     // uint32_t dif)`; with c <= s0 each block touches indices below n; twiddle indices are below n/2
     // (checked above); the shared memory is 2^(k+c) elements plus fewer twiddles, 32 bytes each, within
@@ -219,15 +200,14 @@ pub fn ntt_pass(
             .launch(cfg)
     }
     .during("ntt_pass")?;
+    probe.after(gpu, stream, "ntt_pass")?;
     Ok(())
 }
 
 /// Most stages one [`ntt_pass`] runs.
 pub const MAX_PASS_STAGES: u32 = 9;
 /// `log2` of the most elements one [`ntt_pass`] block holds.
-const TILE_BITS: u32 = 10;
-/// Dynamic shared memory an [`ntt_pass`] block may use: `2^TILE_BITS` elements and as many twiddles.
-pub(crate) const PASS_SHARED_BYTES: i32 = 2 * (1 << TILE_BITS) * 32;
+const TILE_BITS: u32 = PASS_TILE_BITS;
 
 /// `x[i] *= c`, and by `s^i` too when a table is given. With `bit_reversed` the table's power is
 /// `s^rev(i)` instead, `rev` reversing `log2 len` bits: the scaling of values held in bit-reversed
@@ -239,6 +219,7 @@ pub fn scale(
     c: GpuFr,
     powers: Option<&PowerTable>,
     bit_reversed: bool,
+    probe: &mut Probe,
 ) -> Result<(), CudaError> {
     let n = count("scale", x.len())?;
     if bit_reversed && !x.len().is_power_of_two() {
@@ -250,6 +231,7 @@ pub fn scale(
     }
     let rev_bits = if bit_reversed { x.len().trailing_zeros() } else { 0 };
     let (lo, hi, lo_bits, flag) = table_args(gpu, "scale", powers, x.len())?;
+    probe.before(gpu, stream)?;
     // SAFETY: matches `ntt_scale(Fr* x, uint32_t n, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits,
     // uint32_t powers, uint32_t rev_bits)`; tables read only when powers = 1 and cover n (bit reversal
     // permutes indices below n).
@@ -267,6 +249,7 @@ pub fn scale(
             .launch(elementwise(n as usize))
     }
     .during("ntt_scale")?;
+    probe.after(gpu, stream, "scale")?;
     Ok(())
 }
 
@@ -278,10 +261,12 @@ pub fn quotient(
     b: &CudaSlice<GpuFr>,
     c: &CudaSlice<GpuFr>,
     z_inv: GpuFr,
+    probe: &mut Probe,
 ) -> Result<(), CudaError> {
     expect_len("quotient", a.len(), b.len())?;
     expect_len("quotient", a.len(), c.len())?;
     let n = count("quotient", a.len())?;
+    probe.before(gpu, stream)?;
     // SAFETY: matches `quotient(Fr* a, const Fr* b, const Fr* c, Fr z_inv, uint32_t n)`; all three have n.
     unsafe {
         stream
@@ -294,71 +279,6 @@ pub fn quotient(
             .launch(elementwise(n as usize))
     }
     .during("quotient")?;
+    probe.after(gpu, stream, "quotient")?;
     Ok(())
 }
-
-macro_rules! field_ops {
-    ($(#[$doc:meta])* $name:ident, $ty:ty, $kernel:ident, $ops:expr) => {
-        $(#[$doc])*
-        pub fn $name(
-            gpu: &Gpu,
-            stream: &Arc<CudaStream>,
-            a: &CudaSlice<$ty>,
-            b: &CudaSlice<$ty>,
-            out: &mut CudaSlice<$ty>,
-        ) -> Result<(), CudaError> {
-            expect_len(stringify!($name), a.len(), b.len())?;
-            expect_len(stringify!($name), a.len() * $ops, out.len())?;
-            let n = count(stringify!($name), a.len())?;
-            let f = &gpu.field_kernels()?.$kernel;
-            // SAFETY: matches `<kernel>(const F* a, const F* b, F* out, uint32_t n)`; out has n * ops.
-            unsafe { stream.launch_builder(f).arg(a).arg(b).arg(out).arg(&n).launch(elementwise(n as usize)) }
-                .during(stringify!($kernel))?;
-            Ok(())
-        }
-    };
-}
-
-field_ops!(
-    /// For each `i`: `out[8i..8i+8]` = add, sub, mul, sqr, neg, inverse of `a[i]`, `b[i]` in Fr, then
-    /// `to_mont(a[i])` (reading `a[i]` as canonical limbs) and `from_mont(a[i])`.
-    fr_ops, GpuFr, fr_ops, FIELD_OPS
-);
-field_ops!(
-    /// As [`fr_ops`], in Fq.
-    fq_ops, GpuFq, fq_ops, FIELD_OPS
-);
-field_ops!(
-    /// For each `i`: `out[6i..6i+6]` = add, sub, mul, sqr, neg, inverse in Fq2.
-    fq2_ops, GpuFq2, fq2_ops, FQ2_OPS
-);
-
-macro_rules! mul_bench {
-    ($(#[$doc:meta])* $name:ident, $ty:ty) => {
-        $(#[$doc])*
-        pub fn $name(
-            gpu: &Gpu,
-            stream: &Arc<CudaStream>,
-            a: &CudaSlice<$ty>,
-            out: &mut CudaSlice<$ty>,
-            iters: u32,
-        ) -> Result<(), CudaError> {
-            expect_len(stringify!($name), a.len(), out.len())?;
-            let n = count(stringify!($name), a.len())?;
-            let f = &gpu.field_kernels()?.$name;
-            // SAFETY: matches `<kernel>(const F* a, F* out, uint32_t n, uint32_t iters)`; both have n.
-            unsafe { stream.launch_builder(f).arg(a).arg(out).arg(&n).arg(&iters).launch(elementwise(n as usize)) }
-                .during(stringify!($name))?;
-            Ok(())
-        }
-    };
-}
-
-mul_bench!(
-    /// Throughput probe: `2 * iters` Fr multiplications per element (two dependent chains).
-    fr_mul_bench, GpuFr
-);
-mul_bench!(
-    /// Throughput probe: `2 * iters` Fq multiplications per element (two dependent chains).
-    fq_mul_bench, GpuFq
-);

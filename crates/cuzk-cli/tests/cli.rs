@@ -123,10 +123,15 @@ fn bad_arguments_are_refused() {
 
 #[test]
 fn timeline_summarises_a_scheduler_timeline_and_refuses_bad_files() {
-    use cuzk_sched::{sim::SimStages, Config, JobId, Priority, Scheduler};
+    use cuzk::sched::{Config, JobId, Priority, Scheduler, Stage};
+    use cuzk_testkit::sim::SimStages;
     let ms = std::time::Duration::from_millis(1);
-    let stages =
-        SimStages { synthesis: ms, upload: 2 * ms, kernels: vec![("msm", 10 * ms)], ..SimStages::default() };
+    let stages = SimStages {
+        synthesis: ms,
+        upload: 2 * ms,
+        kernels: vec![(Stage::Msms, 10 * ms)],
+        ..SimStages::default()
+    };
     let s = Scheduler::new(stages, Config { partition_workers: 2, ..Config::default() });
     s.submit(JobId(1), Priority::Normal, None, vec![0; 4]).unwrap().wait().unwrap();
     let dir = std::env::temp_dir().join(format!("cuzk-cli-timeline-{}", std::process::id()));
@@ -144,7 +149,7 @@ fn timeline_summarises_a_scheduler_timeline_and_refuses_bad_files() {
     assert!(drawing.starts_with("<svg") && drawing.contains(">gpu0-kernels</text>"), "{drawing}");
     // Four partitions: synthesis, upload and the kernel each get a bar.
     assert_eq!(drawing.matches(": synthesis ").count(), 4);
-    assert_eq!(drawing.matches(": kernel:msm ").count(), 4);
+    assert_eq!(drawing.matches(": kernel:msms ").count(), 4);
     std::fs::write(&file, "not json\n").unwrap();
     let out = cuzk(&["timeline", file.to_str().unwrap()]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("line 1"));
@@ -172,7 +177,7 @@ fn pipelined_bench_writes_a_timeline_and_matches_ark_groth16() {
     ]));
     assert_eq!(v["identical_to_arkworks"], true);
     assert!(v["kernel_utilization"].as_f64().is_some_and(|u| u > 0.0 && u <= 1.0));
-    assert!(v["stages"]["msm_phase"].as_f64().is_some_and(|s| s > 0.0));
+    assert!(v["stages"]["msms"].as_f64().is_some_and(|s| s > 0.0));
     let report = cuzk(&["timeline", f]);
     assert!(
         report.status.success() && String::from_utf8_lossy(&report.stdout).contains("kernel utilisation")
@@ -231,7 +236,7 @@ fn keygen_saves_a_key_and_a_shape_that_load_back() {
     assert_eq!(v["constraints"], 254);
     assert!(v["keygen_seconds"].as_f64().is_some_and(|s| s > 0.0));
     let id = v["shape_id"].as_str().unwrap();
-    let store = cuzk_keystore::KeyStore::open(&dir).unwrap();
+    let store = cuzk::keystore::KeyStore::open(&dir).unwrap();
     let (pk, _) = store.load(id).unwrap();
     assert_eq!(pk.a_query.len(), 2 + 255, "instance (1, one input) and witness (255) variables");
     assert_eq!(store.load_shape(id).unwrap().counts().constraints, 254);

@@ -1,11 +1,12 @@
-//! A simulated backend: stages that sleep for configured durations and fail where told to, so the
-//! scheduler's ordering, overlap, budget and failure handling can be tested without a GPU.
+//! A simulated backend for `cuzk-sched`: stages that sleep for configured durations and fail where
+//! told to, so the scheduler's ordering, overlap, budget and failure handling can be tested without a
+//! GPU.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::{JobId, KernelLog, PartitionRef, Placement, StageError, Stages};
+use cuzk_sched::{JobId, KernelLog, PartitionRef, Placement, Stage, StageError, Stages};
 
 /// Durations and failures of the simulated stages.
 #[derive(Debug, Clone, Default)]
@@ -14,8 +15,8 @@ pub struct SimStages {
     pub synthesis: Duration,
     /// Upload time per partition.
     pub upload: Duration,
-    /// The kernels of one partition, `(name, duration)`, run back to back under the kernel lock.
-    pub kernels: Vec<(&'static str, Duration)>,
+    /// The kernels of one partition, `(stage, duration)`, run back to back under the kernel lock.
+    pub kernels: Vec<(Stage, Duration)>,
     /// Host work after the kernels, collecting their results (still in the kernel step).
     pub collect: Duration,
     /// Model a device that runs queued work in order: the step queues its kernels, releases the
@@ -98,8 +99,8 @@ impl Stages for SimStages {
                 std::thread::sleep(*d);
             }
         }
-        for (name, d) in &self.kernels {
-            log.record(*name, d.as_secs_f64());
+        for (stage, d) in &self.kernels {
+            log.record(*stage, d.as_secs_f64());
         }
         std::thread::sleep(self.collect);
         self.fail(part, "kernels")?;

@@ -20,8 +20,8 @@ use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::CurveGroup;
 use ark_groth16::{Proof, ProvingKey, VerifyingKey};
 use ark_std::{rand::Rng, UniformRand, Zero};
-use cuzk_groth16::CpuBackend;
-use cuzk_synth::{R1csShape, Synthesized};
+use cuzk::layers::groth16::{witness_map, CpuBackend};
+use cuzk::synth::{R1csShape, Synthesized};
 use rayon::prelude::*;
 
 /// Points computed per task (each task starts with one scalar multiplication).
@@ -81,17 +81,17 @@ fn progression<P: SWCurveConfig>(
 
 /// A timing key (see the module documentation) and its proofs' closed form.
 #[derive(Clone)]
-pub struct TimingKey {
+pub(crate) struct TimingKey {
     /// The key: do not use it to make proofs anyone verifies.
-    pub pk: ProvingKey<Bls12_381>,
+    pub(crate) pk: ProvingKey<Bls12_381>,
     /// What its proofs are, without the key's points (so the key itself can be handed on).
-    pub closed_form: ClosedForm,
+    pub(crate) closed_form: ClosedForm,
 }
 
 /// The proofs of a timing key in closed form: the lines its queries' points lie on, which points are
 /// at infinity, and the key's other parts.
 #[derive(Clone)]
-pub struct ClosedForm {
+pub(crate) struct ClosedForm {
     vk: VerifyingKey<Bls12_381>,
     beta_g1: ark_bls12_381::G1Affine,
     delta_g1: ark_bls12_381::G1Affine,
@@ -104,12 +104,13 @@ pub struct ClosedForm {
 
 impl TimingKey {
     /// A timing key for circuits of `shape`.
-    pub fn new(shape: &R1csShape, rng: &mut impl Rng) -> Self {
+    pub(crate) fn new(shape: &R1csShape, rng: &mut impl Rng) -> Self {
         make(shape, rng)
     }
 
     /// See [`ClosedForm::expected_proof`].
-    pub fn expected_proof(&self, syn: &Synthesized, r: Fr, s: Fr) -> Result<Proof<Bls12_381>, String> {
+    #[cfg(test)]
+    fn expected_proof(&self, syn: &Synthesized, r: Fr, s: Fr) -> Result<Proof<Bls12_381>, String> {
         self.closed_form.expected_proof(syn, r, s)
     }
 }
@@ -118,7 +119,7 @@ impl ClosedForm {
     /// The proof ark-groth16 makes with the timing key for the synthesized partition `syn` and
     /// blinding scalars `r`, `s`, from the closed form of its MSMs and a witness map on the CPU. Fails
     /// when `syn` does not fit the key.
-    pub fn expected_proof(&self, syn: &Synthesized, r: Fr, s: Fr) -> Result<Proof<Bls12_381>, String> {
+    pub(crate) fn expected_proof(&self, syn: &Synthesized, r: Fr, s: Fr) -> Result<Proof<Bls12_381>, String> {
         let pk = self;
         let n = pk.h.present.len() + 1;
         if syn.counts().domain_size() != n {
@@ -128,7 +129,7 @@ impl ClosedForm {
             ));
         }
         let z = &syn.assignment;
-        let h = cuzk_groth16::witness_map(&CpuBackend, syn).map_err(|e| e.to_string())?;
+        let h = witness_map(&CpuBackend, syn).map_err(|e| e.to_string())?;
         let h = h.0.get(..n - 1).ok_or("the witness map is shorter than the domain")?;
         let witness = z.get(pk.vk.gamma_abc_g1.len()..).ok_or("fewer variables than instance variables")?;
         let delta = G1Projective::from(pk.delta_g1);
@@ -144,7 +145,8 @@ impl ClosedForm {
 
 /// A timing key for circuits of `shape` (see the module documentation): do not use it to make proofs
 /// anyone verifies.
-pub fn timing_key(shape: &R1csShape, rng: &mut impl Rng) -> ProvingKey<Bls12_381> {
+#[cfg(test)]
+fn timing_key(shape: &R1csShape, rng: &mut impl Rng) -> ProvingKey<Bls12_381> {
     make(shape, rng).pk
 }
 
@@ -222,7 +224,7 @@ mod tests {
     fn closed_form_matches<C: ConstraintSynthesizer<Fr> + Copy>(circuit: C, rng: &mut impl Rng) {
         use ark_groth16::Groth16;
         let key = TimingKey::new(&R1csShape::record(circuit).unwrap(), rng);
-        let syn = cuzk_synth::synthesize(circuit, &Default::default()).unwrap();
+        let syn = cuzk::synth::synthesize(circuit, &Default::default()).unwrap();
         for (r, s) in [(Fr::rand(rng), Fr::rand(rng)), (Fr::zero(), Fr::rand(rng))] {
             let ark = Groth16::<Bls12_381>::create_proof_with_reduction(circuit, &key.pk, r, s).unwrap();
             assert_eq!(key.expected_proof(&syn, r, s).unwrap(), ark);
@@ -245,8 +247,8 @@ mod tests {
 
     #[test]
     fn proofs_with_a_timing_key_equal_ark_groth16s_and_fail_the_self_check() {
-        use crate::{Config, Engine, Error};
         use ark_groth16::Groth16;
+        use cuzk::{Config, Engine, Error};
         let mut rng = cuzk_testkit::seeded_rng("timing_key_proofs");
         let circuit = Synthetic::with_log_rows(7, 11);
         let pk = timing_key(&R1csShape::record(circuit).unwrap(), &mut rng);

@@ -10,100 +10,50 @@ use std::time::{Duration, Instant};
 use ark_bls12_381::Bls12_381;
 use ark_groth16::{Groth16, PreparedVerifyingKey, Proof, VerifyingKey};
 use ark_serialize::CanonicalDeserialize;
-use clap::Args;
+use cuzk_service::proto::prover_client::ProverClient;
+use cuzk_service::proto::{self as pb};
+use cuzk_service::{Daemon, KindKey, Listen, Registry, ServiceConfig};
 use serde::Serialize;
 use tonic::transport::Channel;
 
-use crate::proto::prover_client::ProverClient;
-use crate::proto::{self as pb};
-use crate::{Daemon, KindKey, Listen, Registry, ServiceConfig};
-
-/// Flags of `cuzk bench daemon`.
-#[derive(Debug, Clone, Args)]
-pub struct LoadArgs {
-    /// A running daemon (`HOST:PORT` or `unix:///path`); without it, one is started in this process
-    /// for each sweep point, on a loopback port.
-    #[arg(long)]
-    pub connect: Option<String>,
-    /// The circuit kind of the large and the urgent proofs.
-    #[arg(long, default_value = "porep-like")]
-    pub circuit: String,
-    /// log2 of the rows of a large proof's partitions.
-    #[arg(long, short = 'k', default_value_t = 12)]
-    pub log_constraints: u32,
-    /// Partitions per large proof.
-    #[arg(long, short = 'p', default_value_t = 4)]
-    pub partitions: usize,
-    /// Large proofs in all.
-    #[arg(long, default_value_t = 8)]
-    pub proofs: usize,
-    /// log2 of the rows of an urgent proof's single partition, with its own key (and so its own
-    /// pipeline); by default urgent proofs are one-partition proofs on the large proofs' key, so they
-    /// overtake queued partitions in the same scheduler.
-    #[arg(long)]
-    pub urgent_log_constraints: Option<u32>,
-    /// Urgent proofs, sent one after another while the large ones run.
-    #[arg(long, default_value_t = 4)]
-    pub urgent: usize,
-    /// Proofs in flight (concurrent clients of large proofs); comma-separated to sweep.
-    #[arg(long, value_delimiter = ',', default_value = "2")]
-    pub in_flight: Vec<usize>,
-    /// Partition workers of the in-process daemon; comma-separated to sweep (default: its default).
-    #[arg(long, value_delimiter = ',')]
-    pub partition_workers: Vec<usize>,
-    /// Synthesis workers for high and urgent proofs only, of the in-process daemon; comma-separated to
-    /// sweep.
-    #[arg(long, value_delimiter = ',')]
-    pub priority_workers: Vec<usize>,
-    /// GPU workers per device of the in-process daemon; comma-separated to sweep.
-    #[arg(long, value_delimiter = ',')]
-    pub gpu_workers: Vec<usize>,
-    /// The in-process daemon's backend.
-    #[arg(long, default_value = "auto")]
-    pub backend: String,
-    /// The in-process daemon's key directory.
-    #[arg(long, default_value = "cuzk-keys")]
-    pub key_dir: std::path::PathBuf,
-    /// Print one JSON object instead of a table.
-    #[arg(long)]
-    pub json: bool,
-}
+use crate::flags::DaemonArgs;
+use crate::output::{print, CmdError};
 
 /// One sweep point's figures.
 #[derive(Debug, Clone, Serialize)]
-pub struct LoadRun {
+pub(crate) struct LoadRun {
     /// Partition workers (None: the daemon's own setting).
-    pub partition_workers: Option<usize>,
+    pub(crate) partition_workers: Option<usize>,
     /// Priority-only synthesis workers (None: the daemon's own setting).
-    pub priority_workers: Option<usize>,
+    pub(crate) priority_workers: Option<usize>,
     /// GPU workers per device (None: the daemon's own setting).
-    pub gpu_workers: Option<usize>,
+    pub(crate) gpu_workers: Option<usize>,
     /// Large proofs in flight.
-    pub in_flight: usize,
+    pub(crate) in_flight: usize,
     /// The daemon's backend.
-    pub backend: String,
+    pub(crate) backend: String,
     /// Large proofs that came back and verified.
-    pub proofs: usize,
+    pub(crate) proofs: usize,
     /// Proofs whose call failed.
-    pub failed: usize,
+    pub(crate) failed: usize,
     /// Proofs that came back but did not verify.
-    pub wrong: usize,
+    pub(crate) wrong: usize,
     /// Wall time from the first submission to the last large proof.
-    pub seconds: f64,
+    pub(crate) seconds: f64,
     /// Seconds per large proof over the run.
-    pub seconds_per_proof: f64,
+    pub(crate) seconds_per_proof: f64,
     /// Urgent proofs made while large ones were still running.
-    pub urgent: usize,
+    pub(crate) urgent: usize,
     /// Urgent proofs' latencies (submission to proof), seconds: median, 95th percentile, maximum.
-    pub urgent_seconds: [f64; 3],
+    pub(crate) urgent_seconds: [f64; 3],
     /// A large proof's latency, median.
-    pub large_median_seconds: f64,
+    pub(crate) large_median_seconds: f64,
     /// The daemon's host budget, bytes (from GetStatus).
-    pub budget_bytes: u64,
+    pub(crate) budget_bytes: u64,
     /// Peak bytes reserved from that budget (keys and partitions).
-    pub budget_peak_bytes: u64,
+    pub(crate) budget_peak_bytes: u64,
     /// Peak resident memory of this process (the in-process daemon and the clients), bytes.
-    pub peak_rss_bytes: Option<u64>,
+    pub(crate) peak_rss_bytes: Option<u64>,
 }
 
 fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
@@ -142,11 +92,11 @@ impl Checker {
     }
 }
 
-fn key_params(circuit: &str, log: u32) -> Result<Vec<u8>, String> {
+fn key_params(circuit: &str, log: u32) -> Result<Vec<u8>, CmdError> {
     match circuit {
         "porep-like" => Ok(format!(r#"{{"log_constraints": {log}}}"#).into_bytes()),
         "synthetic" => Ok(format!(r#"{{"log_rows": {log}}}"#).into_bytes()),
-        other => Err(format!("bench daemon knows the built-in kinds only, not {other:?}")),
+        other => Err(format!("bench daemon knows the built-in kinds only, not {other:?}").into()),
     }
 }
 
@@ -162,7 +112,7 @@ async fn load_key(
     key_id: &str,
     circuit: &str,
     log: u32,
-) -> Result<Checker, String> {
+) -> Result<Checker, CmdError> {
     let params = key_params(circuit, log)?;
     let reply = c
         .load_key(pb::LoadKeyRequest {
@@ -174,16 +124,12 @@ async fn load_key(
     let vk_bytes = match reply {
         Ok(r) => r.into_inner().verifying_key,
         Err(s) if s.code() == tonic::Code::AlreadyExists => {
-            return Err(format!("key id {key_id} is already resident on the daemon: evict it first"))
+            return Err(format!("key id {key_id} is already resident on the daemon: evict it first").into())
         }
-        Err(s) => return Err(format!("LoadKey {key_id}: {}", s.message())),
+        Err(s) => return Err(format!("LoadKey {key_id}: {}", s.message()).into()),
     };
-    let vk = VerifyingKey::<Bls12_381>::deserialize_compressed(&vk_bytes[..]).map_err(|e| e.to_string())?;
-    let spec = Registry::default()
-        .get(circuit)
-        .ok_or("unknown kind")?
-        .key(&params, 64)
-        .map_err(|e| e.to_string())?;
+    let vk = VerifyingKey::<Bls12_381>::deserialize_compressed(&vk_bytes[..])?;
+    let spec = Registry::default().get(circuit).ok_or("unknown kind")?.key(&params, 64)?;
     Ok(Checker { pvk: ark_groth16::prepare_verifying_key(&vk), spec })
 }
 
@@ -225,8 +171,8 @@ async fn prove_checked(
 }
 
 /// Runs one sweep point against the daemon at `addr`.
-async fn run_point(a: &LoadArgs, addr: &str, in_flight: usize) -> Result<LoadRun, String> {
-    let mut c = crate::client::connect(addr).await?;
+async fn run_point(a: &DaemonArgs, addr: &str, in_flight: usize) -> Result<LoadRun, CmdError> {
+    let mut c = cuzk_service::client::connect(addr).await?;
     let large = Arc::new(load_key(&mut c, "bench-large", &a.circuit, a.log_constraints).await?);
     let (urgent_key, small) = match a.urgent_log_constraints {
         Some(k) => ("bench-urgent", Arc::new(load_key(&mut c, "bench-urgent", &a.circuit, k).await?)),
@@ -279,11 +225,11 @@ async fn run_point(a: &LoadArgs, addr: &str, in_flight: usize) -> Result<LoadRun
     };
     let mut large_latencies = Vec::new();
     for w in workers {
-        large_latencies.extend(w.await.map_err(|e| e.to_string())?);
+        large_latencies.extend(w.await?);
     }
     let seconds = t.elapsed().as_secs_f64();
-    let urgent_latencies = urgent.await.map_err(|e| e.to_string())?;
-    let status = c.get_status(pb::StatusRequest {}).await.map_err(|e| e.message().to_owned())?.into_inner();
+    let urgent_latencies = urgent.await?;
+    let status = c.get_status(pb::StatusRequest {}).await?.into_inner();
     for id in ["bench-large", "bench-urgent"] {
         let _ = c.evict_key(pb::EvictKeyRequest { key_id: id.into() }).await;
     }
@@ -311,17 +257,35 @@ async fn run_point(a: &LoadArgs, addr: &str, in_flight: usize) -> Result<LoadRun
     })
 }
 
+/// Runs `cuzk bench daemon`.
+pub(crate) fn run(a: &DaemonArgs) -> Result<(), CmdError> {
+    let runs = sweep(a)?;
+    print(a.json, &runs, |runs| {
+        let urgent = a.urgent_log_constraints.map_or("same key".to_owned(), |k| format!("own key, 2^{k}"));
+        println!(
+            "cuzk bench daemon: {} 2^{} x {} partitions, {} proofs; urgent: {} one-partition proofs ({urgent})",
+            a.circuit, a.log_constraints, a.partitions, a.proofs, a.urgent
+        );
+        print!("{}", table(runs));
+    })
+}
+
 /// Runs every sweep point.
-pub fn run(a: &LoadArgs) -> Result<Vec<LoadRun>, String> {
+fn sweep(a: &DaemonArgs) -> Result<Vec<LoadRun>, CmdError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("starting the async runtime: {e}"))?;
     runtime.block_on(async {
-        let mut runs = Vec::new();
+        let mut runs: Vec<LoadRun> = Vec::new();
         if let Some(addr) = &a.connect {
-            if !a.partition_workers.is_empty() || !a.priority_workers.is_empty() || !a.gpu_workers.is_empty() {
-                return Err("--partition-workers, --priority-workers and --gpu-workers sweep an in-process daemon; a running one keeps its own".into());
+            if !a.partition_workers.is_empty() || !a.priority_workers.is_empty() || !a.gpu_workers.is_empty()
+            {
+                return Err(
+                    "--partition-workers, --priority-workers and --gpu-workers sweep an in-process daemon; \
+                            a running one keeps its own"
+                        .into(),
+                );
             }
             for &f in &a.in_flight {
                 runs.push(run_point(a, addr, f).await?);
@@ -357,7 +321,7 @@ pub fn run(a: &LoadArgs) -> Result<Vec<LoadRun>, String> {
                 config.gpu_workers_per_device = gw;
             }
             let daemon = Arc::new(Daemon::new(config, Registry::default())?);
-            let served = crate::server::spawn(daemon, Listen::Tcp("127.0.0.1:0".into())).await?;
+            let served = cuzk_service::spawn(daemon, Listen::Tcp("127.0.0.1:0".into())).await?;
             let mut run = run_point(a, &served.addr, f).await;
             served.stop().await?;
             if let Ok(r) = &mut run {
@@ -373,7 +337,7 @@ pub fn run(a: &LoadArgs) -> Result<Vec<LoadRun>, String> {
 }
 
 /// The sweep as a table.
-pub fn table(runs: &[LoadRun]) -> String {
+fn table(runs: &[LoadRun]) -> String {
     let mut out = String::from(
         "| partition workers | priority workers | GPU workers | in flight | s/proof | large p50 s | urgent proofs | urgent p50 / p95 / max s | proofs | failed | wrong | budget peak / budget | peak RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );

@@ -1,0 +1,284 @@
+//! `cuzk prove` and `cuzk bench`: a key for a built-in circuit (a real setup, or a timing key), the
+//! workload's partitions proved one by one or through the pipeline, repeated for `bench`, side by
+//! side with ark-groth16 on the same partitions and randomness.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use ark_bls12_381::{Bls12_381, Fr};
+use ark_ff::UniformRand;
+use ark_groth16::Groth16;
+use cuzk::{Config, Engine, Proof};
+use rand::{rngs::StdRng, SeedableRng};
+use rayon::prelude::*;
+
+use crate::flags::{BenchArgs, Workload};
+use crate::output::{median, print, CmdError};
+use crate::progress::Progress;
+use crate::report::{print_table, Output, PipelineFigures, RunShape, Stages, Variant};
+use crate::timing_key::{ClosedForm, TimingKey};
+use crate::workload::Partition;
+
+/// Partitions of up to 2^22 rows checked against a timing key's closed form at once.
+const CHECKED_AT_ONCE: usize = 4;
+
+/// One partition's input to the pipeline: its circuit and blinding scalars.
+type Input = (Partition, Fr, Fr);
+
+/// Wall seconds, the proofs in order, and the timeline of a pipelined run.
+type Pipelined = (f64, Vec<Proof<Bls12_381>>, Arc<cuzk::sched::Timeline>);
+
+/// Runs `cuzk prove`.
+pub(crate) fn prove(w: &Workload) -> Result<(), CmdError> {
+    finish(w, run(w, None, false)?)
+}
+
+/// Runs `cuzk bench` (without a subcommand).
+pub(crate) fn bench(a: &BenchArgs) -> Result<(), CmdError> {
+    finish(&a.workload, run(&a.workload, Some(a.repeat), !a.no_baseline)?)
+}
+
+/// Prints the report, then fails if any check failed.
+fn finish(w: &Workload, out: Output) -> Result<(), CmdError> {
+    print(w.json, &out, print_table)?;
+    if out.variants.iter().any(|v| !v.same_proofs) {
+        return Err("a side-by-side configuration proved different proofs".into());
+    }
+    if out.equal_to_closed_form == Some(false) {
+        return Err("proofs differ from the timing key's closed form".into());
+    }
+    if out.identical_to_arkworks == Some(false) {
+        return Err("proofs differ from ark-groth16's".into());
+    }
+    Ok(())
+}
+
+/// Proves `inputs` as jobs of `per_proof` partitions through the scheduler.
+fn pipelined(
+    engine: &Engine,
+    key: &cuzk::Key,
+    inputs: &[Input],
+    per_proof: usize,
+    sched: cuzk::sched::Config,
+) -> Result<Pipelined, cuzk::Error> {
+    let jobs = inputs.chunks(per_proof.max(1)).map(<[_]>::to_vec).collect();
+    let t = Instant::now();
+    let run = engine.prove_pipelined_jobs(key, jobs, sched)?;
+    let wall = t.elapsed().as_secs_f64();
+    Ok((wall, run.proofs.into_iter().flatten().collect(), run.timeline))
+}
+
+/// The key of a run: a real setup or a timing key (with its closed form and the shape it was made
+/// from), and how long it took.
+struct RunKey {
+    pk: cuzk::ProvingKey<Bls12_381>,
+    timing: Option<(ClosedForm, Arc<cuzk::R1csShape>)>,
+    seconds: f64,
+}
+
+fn make_key(w: &Workload, shape: Partition, rng: &mut StdRng) -> Result<RunKey, CmdError> {
+    let t = Instant::now();
+    // A timing key keeps only its closed form (and the shape it was made from) for the check: its
+    // points go to the engine, so a key of tens of GiB is held once.
+    let (pk, timing) = if w.timing_key {
+        let _progress = Progress::spinner("making a timing key", w.json);
+        let recorded = Arc::new(cuzk::R1csShape::record(shape)?);
+        let tk = TimingKey::new(&recorded, rng);
+        (tk.pk, Some((tk.closed_form, recorded)))
+    } else {
+        let _progress = Progress::spinner("generating the key", w.json);
+        (Groth16::<Bls12_381>::generate_random_parameters_with_reduction(shape, rng)?, None)
+    };
+    Ok(RunKey { pk, timing, seconds: t.elapsed().as_secs_f64() })
+}
+
+/// ark-groth16 as a user would run it: one partition after another, each internally parallel.
+fn arkworks(
+    w: &Workload,
+    pk: &cuzk::ProvingKey<Bls12_381>,
+    inputs: &[Input],
+) -> Result<(f64, Vec<Proof<Bls12_381>>), CmdError> {
+    let progress = Progress::bar("arkworks", inputs.len(), w.json);
+    let t = Instant::now();
+    let proofs = inputs
+        .iter()
+        .map(|(c, r, s)| {
+            let p = Groth16::<Bls12_381>::create_proof_with_reduction(*c, pk, *r, *s);
+            progress.tick();
+            p
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((t.elapsed().as_secs_f64(), proofs))
+}
+
+/// Whether every run's proof of every partition (and every variant's) equals the timing key's proof
+/// in closed form.
+fn check_closed_form(
+    w: &Workload,
+    closed_form: &ClosedForm,
+    recorded: &cuzk::R1csShape,
+    inputs: &[Input],
+    runs: &[&[Proof<Bls12_381>]],
+) -> Result<bool, CmdError> {
+    let progress = Progress::bar("checking", inputs.len(), w.json);
+    // A few partitions at a time: synthesis is largely sequential per partition, and each one's
+    // working set must fit in memory beside the others'.
+    let at_once = if w.log_constraints <= 22 { CHECKED_AT_ONCE } else { 1 };
+    let check = |i: usize| -> Result<bool, String> {
+        let (c, r, s) = &inputs[i];
+        let (syn, _) = cuzk::synth::synthesize_witness_only(*c, recorded, &Default::default())
+            .map_err(|e| e.to_string())?;
+        let expected = closed_form.expected_proof(&syn, *r, *s)?;
+        progress.tick();
+        Ok(runs.iter().all(|p| p.get(i) == Some(&expected)))
+    };
+    let mut all = true;
+    for start in (0..inputs.len()).step_by(at_once) {
+        let end = (start + at_once).min(inputs.len());
+        let oks = (start..end).into_par_iter().map(check).collect::<Result<Vec<bool>, String>>()?;
+        all &= oks.into_iter().all(|ok| ok);
+    }
+    Ok(all)
+}
+
+fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, CmdError> {
+    let config = Config { cuda_devices: w.devices.clone(), ..Config::default().with_backend(w.backend) };
+    let engine = Engine::new(Config { verify_proofs: config.verify_proofs && !w.timing_key, ..config })?;
+    if let (Some(note), false) = (engine.backend_note(), w.json) {
+        eprintln!("note: {note}");
+    }
+    let mut rng = StdRng::seed_from_u64(w.seed);
+    let partitions = w.partitions()?;
+    let shape = partitions[0];
+    let RunKey { pk, timing, seconds: keygen_seconds } = make_key(w, shape, &mut rng)?;
+    // The ark-groth16 baseline proves with the key after the engine has loaded it: only then a copy.
+    let (engine_pk, pk) = if baseline { (pk.clone(), Some(pk)) } else { (pk, None) };
+    let key = {
+        let _progress = Progress::spinner("loading the key", w.json);
+        match (&timing, w.witness_only) {
+            (Some((_, recorded)), true) => engine.load_key_with_shape(engine_pk, recorded.clone())?,
+            (None, true) => engine.load_key_recording_shape(engine_pk, shape)?,
+            (_, false) => engine.load_key(engine_pk)?,
+        }
+    };
+    let randomness: Vec<(Fr, Fr)> =
+        (0..partitions.len()).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
+    let per_proof = w.partitions as usize;
+
+    let defaults = cuzk::sched::Config::default();
+    let sched = cuzk::sched::Config {
+        partition_workers: w.partition_workers.unwrap_or(defaults.partition_workers),
+        gpu_workers_per_device: w.gpu_workers.map_or(defaults.gpu_workers_per_device, |g| g as usize),
+        merge_locks: w.merge_locks,
+        ..defaults
+    };
+    let inputs: Vec<Input> = partitions.iter().zip(&randomness).map(|(c, (r, s))| (*c, *r, *s)).collect();
+    // ark-groth16 once: it takes minutes at large sizes, and every run proves the same partitions with
+    // the same randomness, so each run's proofs are compared with these.
+    let ark = pk.as_ref().map(|pk| arkworks(w, pk, &inputs)).transpose()?;
+    let runs = repeat.unwrap_or(1).max(1);
+    let (mut walls, mut all_runs) = (Vec::new(), Vec::new());
+    let mut last_timeline = None;
+    let repetitions = Progress::bar(engine.backend_name(), runs * partitions.len(), w.json);
+    for _ in 0..runs {
+        let t = Instant::now();
+        if w.pipeline {
+            let (wall, proofs, timeline) = pipelined(&engine, &key, &inputs, per_proof, sched.clone())?;
+            walls.push(wall);
+            all_runs.push((proofs, Stages::from_timeline(&timeline.spans())));
+            last_timeline = Some(timeline);
+            for _ in 0..partitions.len() {
+                repetitions.tick();
+            }
+        } else {
+            let reports =
+                engine.prove_partitions_observed(&key, partitions.clone(), randomness.clone(), &|_, _| {
+                    repetitions.tick()
+                })?;
+            walls.push(t.elapsed().as_secs_f64());
+            let stages = Stages::of(&reports[0]);
+            all_runs.push((reports.into_iter().map(|r| r.proof).collect::<Vec<_>>(), stages));
+        }
+    }
+    drop(repetitions);
+    let wall = median(walls.clone());
+    let median_run = walls.iter().position(|x| *x == wall).unwrap_or(0);
+    let (proofs, stages) = &all_runs[median_run];
+    let identical = ark.as_ref().map(|(_, ark)| {
+        all_runs
+            .iter()
+            .all(|(proofs, _)| proofs.len() == ark.len() && ark.iter().zip(proofs).all(|(a, p)| a == p))
+    });
+    let arkworks_seconds = ark.as_ref().map(|(secs, _)| *secs);
+    let partitions = proofs.len();
+    let proof_count = partitions.div_ceil(per_proof.max(1));
+    let shape_of_run = RunShape { partitions, per_proof, proofs: proof_count, devices: key.devices() };
+    let pipeline =
+        last_timeline.as_ref().map(|t| PipelineFigures::of(t, &shape_of_run, walls[walls.len() - 1]));
+    let (mut variants, mut variant_proofs) = (Vec::new(), Vec::new());
+    if w.compare {
+        let others = [
+            cuzk::sched::Config { gpu_workers_per_device: 1, merge_locks: false, ..sched.clone() },
+            cuzk::sched::Config { merge_locks: !sched.merge_locks, ..sched.clone() },
+        ];
+        for other in others {
+            let (wall, theirs, timeline) = pipelined(&engine, &key, &inputs, per_proof, other.clone())?;
+            let same_proofs = &theirs == proofs;
+            variant_proofs.push(theirs);
+            variants.push(Variant {
+                gpu_workers: other.gpu_workers_per_device,
+                merge_locks: other.merge_locks,
+                seconds: wall,
+                seconds_per_proof: wall / proof_count.max(1) as f64,
+                figures: PipelineFigures::of(&timeline, &shape_of_run, wall),
+                same_proofs,
+            });
+        }
+    }
+    if let (Some(path), Some(t)) = (&w.timeline, &last_timeline) {
+        std::fs::write(path, t.to_json_lines())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    // A timing key's proofs, checked against the closed form (every run proved the same partitions
+    // with the same randomness, so each is compared with one expected proof per partition).
+    let closed_form = match &timing {
+        None => None,
+        Some((closed_form, recorded)) => {
+            let every: Vec<&[Proof<Bls12_381>]> = all_runs
+                .iter()
+                .map(|(p, _)| p.as_slice())
+                .chain(variant_proofs.iter().map(Vec::as_slice))
+                .collect();
+            Some(check_closed_form(w, closed_form, recorded, &inputs, &every)?)
+        }
+    };
+    Ok(Output {
+        command: if repeat.is_some() { "bench" } else { "prove" },
+        backend: engine.backend_name(),
+        devices: engine.cuda_devices(),
+        backend_note: engine.backend_note().map(str::to_owned),
+        circuit: w.choice().name(),
+        log_constraints: w.log_constraints,
+        constraints: shape.constraints()?,
+        gpu_workers: w.pipeline.then(|| {
+            w.gpu_workers.map_or(cuzk::sched::Config::default().gpu_workers_per_device, |g| g as usize)
+        }),
+        merge_locks: w.pipeline.then_some(w.merge_locks),
+        partitions,
+        proofs: proof_count,
+        synthesis_mode: engine.synthesis_mode(&key).name(),
+        key: if w.timing_key { "timing" } else { "setup" },
+        keygen_seconds,
+        seconds: wall,
+        seconds_per_partition: wall / partitions as f64,
+        seconds_per_proof: wall / proof_count.max(1) as f64,
+        proofs_verified: if engine.config().verify_proofs { partitions } else { 0 },
+        stages: stages.clone(),
+        pipeline,
+        variants,
+        arkworks_seconds,
+        speedup_vs_arkworks: arkworks_seconds.map(|a| a / wall),
+        identical_to_arkworks: identical,
+        equal_to_closed_form: closed_form,
+    })
+}

@@ -1,0 +1,81 @@
+//! The field module's test and throughput kernels (`kernels/field/field_test.cu`): every field
+//! operation elementwise, for the GPU suite to check against arkworks, and chains of multiplications
+//! for throughput. Only with the `bench-kernels` feature.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
+
+use super::{count, elementwise, expect_len};
+use crate::{CudaError, DriverContext, Gpu, GpuFq, GpuFq2, GpuFr};
+
+/// Outputs per element of `fr_ops` / `fq_ops`: add, sub, mul, sqr, neg, inverse, to_mont, from_mont.
+pub const FIELD_OPS: usize = 8;
+/// Outputs per element of `fq2_ops`: add, sub, mul, sqr, neg, inverse.
+pub const FQ2_OPS: usize = 6;
+
+macro_rules! field_ops {
+    ($(#[$doc:meta])* $name:ident, $ty:ty, $kernel:ident, $ops:expr) => {
+        $(#[$doc])*
+        pub fn $name(
+            gpu: &Gpu,
+            stream: &Arc<CudaStream>,
+            a: &CudaSlice<$ty>,
+            b: &CudaSlice<$ty>,
+            out: &mut CudaSlice<$ty>,
+        ) -> Result<(), CudaError> {
+            expect_len(stringify!($name), a.len(), b.len())?;
+            expect_len(stringify!($name), a.len() * $ops, out.len())?;
+            let n = count(stringify!($name), a.len())?;
+            let f = &gpu.field_kernels()?.$kernel;
+            // SAFETY: matches `<kernel>(const F* a, const F* b, F* out, uint32_t n)`; out has n * ops.
+            unsafe { stream.launch_builder(f).arg(a).arg(b).arg(out).arg(&n).launch(elementwise(n as usize)) }
+                .during(stringify!($kernel))?;
+            Ok(())
+        }
+    };
+}
+
+field_ops!(
+    /// For each `i`: `out[8i..8i+8]` = add, sub, mul, sqr, neg, inverse of `a[i]`, `b[i]` in Fr, then
+    /// `to_mont(a[i])` (reading `a[i]` as canonical limbs) and `from_mont(a[i])`.
+    fr_ops, GpuFr, fr_ops, FIELD_OPS
+);
+field_ops!(
+    /// As [`fr_ops`], in Fq.
+    fq_ops, GpuFq, fq_ops, FIELD_OPS
+);
+field_ops!(
+    /// For each `i`: `out[6i..6i+6]` = add, sub, mul, sqr, neg, inverse in Fq2.
+    fq2_ops, GpuFq2, fq2_ops, FQ2_OPS
+);
+
+macro_rules! mul_bench {
+    ($(#[$doc:meta])* $name:ident, $ty:ty) => {
+        $(#[$doc])*
+        pub fn $name(
+            gpu: &Gpu,
+            stream: &Arc<CudaStream>,
+            a: &CudaSlice<$ty>,
+            out: &mut CudaSlice<$ty>,
+            iters: u32,
+        ) -> Result<(), CudaError> {
+            expect_len(stringify!($name), a.len(), out.len())?;
+            let n = count(stringify!($name), a.len())?;
+            let f = &gpu.field_kernels()?.$name;
+            // SAFETY: matches `<kernel>(const F* a, F* out, uint32_t n, uint32_t iters)`; both have n.
+            unsafe { stream.launch_builder(f).arg(a).arg(out).arg(&n).arg(&iters).launch(elementwise(n as usize)) }
+                .during(stringify!($name))?;
+            Ok(())
+        }
+    };
+}
+
+mul_bench!(
+    /// Throughput probe: `2 * iters` Fr multiplications per element (two dependent chains).
+    fr_mul_bench, GpuFr
+);
+mul_bench!(
+    /// Throughput probe: `2 * iters` Fq multiplications per element (two dependent chains).
+    fq_mul_bench, GpuFq
+);

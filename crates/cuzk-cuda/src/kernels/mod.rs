@@ -1,0 +1,64 @@
+//! One safe wrapper per kernel: each checks the lengths and sizes it can, launches on the given
+//! stream with a `// SAFETY:` line naming the kernel signature it matches, and times its launch into
+//! the [`Probe`](crate::profile::Probe) it is given. Every `unsafe` launch of the crate is here.
+//!
+//! Launches are asynchronous; errors in a kernel surface at the next synchronising call.
+
+use cudarc::driver::LaunchConfig;
+
+use crate::CudaError;
+
+#[cfg(feature = "bench-kernels")]
+mod field;
+pub(crate) mod msm;
+mod ntt;
+
+#[cfg(feature = "bench-kernels")]
+pub use field::{fq2_ops, fq_mul_bench, fq_ops, fr_mul_bench, fr_ops, FIELD_OPS, FQ2_OPS};
+pub use ntt::{
+    bit_reverse, fill_powers, ntt_pass, quotient, scale, Decimation, PowerTable, ScaleAt, MAX_PASS_STAGES,
+};
+
+/// Threads per block of the elementwise kernels.
+const BLOCK: u32 = 256;
+/// The most elements one elementwise launch takes (the kernels index with 32-bit integers).
+pub const MAX_ELEMENTS: usize = u32::MAX as usize;
+
+fn elementwise(n: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: ((n as u32).div_ceil(BLOCK).max(1), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// `threads` threads in blocks of `block`, one dimension.
+fn grid(op: &'static str, threads: usize, block: u32) -> Result<LaunchConfig, CudaError> {
+    let blocks = u32::try_from(threads.div_ceil(block as usize).max(1)).map_err(|_| CudaError::Size {
+        op,
+        size: threads,
+        reason: "too many threads for one launch",
+    })?;
+    Ok(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 })
+}
+
+fn count(op: &'static str, n: usize) -> Result<u32, CudaError> {
+    u32::try_from(n).map_err(|_| CudaError::Size { op, size: n, reason: "more than 2^32 - 1 elements" })
+}
+
+fn expect_len(op: &'static str, expected: usize, got: usize) -> Result<(), CudaError> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(CudaError::Length { op, expected, got })
+    }
+}
+
+/// `Ok` when a buffer of `got` elements holds at least `need`.
+fn expect_at_least(op: &'static str, need: usize, got: usize) -> Result<(), CudaError> {
+    if got >= need {
+        Ok(())
+    } else {
+        Err(CudaError::Length { op, expected: need, got })
+    }
+}

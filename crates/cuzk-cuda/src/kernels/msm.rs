@@ -1,0 +1,431 @@
+//! The MSM module's kernels (`kernels/msm/msm.cu`): the counting sort of a batch's (point, digit)
+//! entries into buckets, the scans, the bucket sums and the window reductions.
+//!
+//! A selection (`select`) says which scalar each point takes; its entries are made by the backend from
+//! the bases it uploaded (`crate::msm::bases`) and are trusted to lie below the scalars' length.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use cuzk_field::Curve;
+
+use super::{count as count32, expect_at_least, expect_len, grid};
+use crate::modules::CurveKernels;
+use crate::profile::Probe;
+use crate::{CudaError, DriverContext, Gpu, GpuAffine, GpuFr, Xyzz};
+
+/// Threads per block of the summing kernels (`SUM_THREADS` in msm.cu, which caps their registers).
+pub(crate) const SUM_THREADS: u32 = 128;
+/// Threads per block of `G_reduce` (`REDUCE_THREADS` in msm.cu).
+pub(crate) const REDUCE_THREADS: u32 = 64;
+/// Elements one `scan_blocks` block scans (`SCAN_BLOCK` in msm.cu).
+pub(crate) const SCAN_BLOCK: usize = 1024;
+
+/// Buckets of a plan with windows of `c` bits: `windows * 2^(c-1)`, and the ones' bucket after them.
+fn buckets(c: u32, windows: u32) -> usize {
+    windows as usize * (1usize << (c - 1)) + 1
+}
+
+/// The scalars a batch's points take: a batch of `n` scalars, or with a selection, the point's
+/// entry of `select` into all of them.
+#[derive(Clone, Copy)]
+pub(crate) struct BatchScalars<'s, 'v> {
+    /// The scalars.
+    pub(crate) scalars: &'s CudaView<'v, GpuFr>,
+    /// The batch's part of the selection, when there is one.
+    pub(crate) select: Option<&'s CudaView<'v, u32>>,
+    /// Points in the batch.
+    pub(crate) n: usize,
+}
+
+impl<'s, 'v> BatchScalars<'s, 'v> {
+    /// The batch's point count, checked against what the kernels read for it.
+    fn check(&self, op: &'static str) -> Result<u32, CudaError> {
+        match self.select {
+            Some(s) => expect_at_least(op, self.n, s.len())?,
+            None => expect_at_least(op, self.n, self.scalars.len())?,
+        }
+        count32(op, self.n)
+    }
+
+    /// The selection's kernel arguments: whether there is one, and it (or `dummy`, never read).
+    fn select_args(&self, dummy: &'s CudaView<'v, u32>) -> (u32, &'s CudaView<'v, u32>) {
+        (u32::from(self.select.is_some()), self.select.unwrap_or(dummy))
+    }
+}
+
+/// `msm_count`: how many entries each bucket of a batch gets; `counts` (zeroed) has one slot per
+/// bucket of the windows and one for the ones.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn count(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    batch: BatchScalars<'_, '_>,
+    c: u32,
+    windows: u32,
+    counts: &mut CudaSlice<u32>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let n32 = batch.check("msm_count")?;
+    expect_len("msm_count", buckets(c, windows), counts.len())?;
+    let k = gpu.msm_kernels()?;
+    let dummy = gpu.dummy_u32.slice(..);
+    let (selected, select) = batch.select_args(&dummy);
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `msm_count(const Fr* scalars, const uint32_t* select, uint32_t selected, uint32_t n,
+    // uint32_t c, uint32_t windows, uint32_t* counts)`; scalars hold n elements, or with a selection
+    // every select[i] (i < n) indexes them; keys stay below windows * 2^(c-1) + 1 = counts.len().
+    unsafe {
+        stream
+            .launch_builder(&k.count)
+            .arg(batch.scalars)
+            .arg(select)
+            .arg(&selected)
+            .arg(&n32)
+            .arg(&c)
+            .arg(&windows)
+            .arg(counts)
+            .launch(grid("msm_count", batch.n, 256)?)
+    }
+    .during("msm_count")?;
+    probe.after(gpu, stream, "msm_count")
+}
+
+/// `msm_scatter`: writes each (point, sign) entry at its bucket's cursor (`cursor` starts as the
+/// buckets' offsets, from the scan of what [`count`] counted).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scatter(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    batch: BatchScalars<'_, '_>,
+    c: u32,
+    windows: u32,
+    cursor: &mut CudaSlice<u32>,
+    entries: &mut CudaSlice<u32>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let n32 = batch.check("msm_scatter")?;
+    expect_len("msm_scatter", buckets(c, windows), cursor.len())?;
+    expect_at_least("msm_scatter", windows as usize * batch.n, entries.len())?;
+    let k = gpu.msm_kernels()?;
+    let dummy = gpu.dummy_u32.slice(..);
+    let (selected, select) = batch.select_args(&dummy);
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `msm_scatter(const Fr* scalars, const uint32_t* select, uint32_t selected, uint32_t n,
+    // uint32_t c, uint32_t windows, uint32_t* cursor, uint32_t* entries)`; with the same scalars as the
+    // count, the scatter writes exactly the entries msm_count counted, each inside its bucket's range,
+    // and a scalar has at most `windows` entries, so entries (windows * n) suffices.
+    unsafe {
+        stream
+            .launch_builder(&k.scatter)
+            .arg(batch.scalars)
+            .arg(select)
+            .arg(&selected)
+            .arg(&n32)
+            .arg(&c)
+            .arg(&windows)
+            .arg(cursor)
+            .arg(entries)
+            .launch(grid("msm_scatter", batch.n, 256)?)
+    }
+    .during("msm_scatter")?;
+    probe.after(gpu, stream, "msm_scatter")
+}
+
+/// `scan_blocks`: the exclusive scan of each block of [`SCAN_BLOCK`] elements of `input` into `out`,
+/// and each block's total into `sums`.
+pub(crate) fn scan_blocks(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    input: &CudaSlice<u32>,
+    out: &mut CudaSlice<u32>,
+    sums: &mut CudaSlice<u32>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let n = input.len();
+    let n32 = count32("scan_blocks", n)?;
+    expect_len("scan_blocks", n, out.len())?;
+    let blocks = n.div_ceil(SCAN_BLOCK).max(1);
+    expect_at_least("scan_blocks", blocks, sums.len())?;
+    let k = gpu.msm_kernels()?;
+    let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `scan_blocks(const uint32_t* in, uint32_t* out, uint32_t* sums, uint32_t n)`; in and
+    // out hold n elements, sums one per block of 1024.
+    unsafe { stream.launch_builder(&k.scan_blocks).arg(input).arg(out).arg(sums).arg(&n32).launch(cfg) }
+        .during("scan_blocks")?;
+    probe.after(gpu, stream, "scan_blocks")
+}
+
+/// `scan_add`: adds each block's scanned total (`scanned`) to its elements of `out`.
+pub(crate) fn scan_add(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    out: &mut CudaSlice<u32>,
+    scanned: &CudaSlice<u32>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let n = out.len();
+    let n32 = count32("scan_add", n)?;
+    let blocks = n.div_ceil(SCAN_BLOCK).max(1);
+    expect_at_least("scan_add", blocks, scanned.len())?;
+    let k = gpu.msm_kernels()?;
+    let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `scan_add(uint32_t* out, const uint32_t* scanned_sums, uint32_t n)`; one block per
+    // 1024 elements of out, each reading its entry of scanned_sums (blocks entries).
+    unsafe { stream.launch_builder(&k.scan_add).arg(out).arg(scanned).arg(&n32).launch(cfg) }
+        .during("scan_add")?;
+    probe.after(gpu, stream, "scan_add")
+}
+
+/// `msm_chunk_counts`: per bucket, how many chunks of `chunk` its `counts` entries make.
+pub(crate) fn chunk_counts(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    counts: &CudaSlice<u32>,
+    chunk: u32,
+    next: &mut CudaSlice<u32>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let buckets = count32("msm_chunk_counts", counts.len())?;
+    expect_len("msm_chunk_counts", counts.len(), next.len())?;
+    let k = gpu.msm_kernels()?;
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `msm_chunk_counts(const uint32_t* count, uint32_t buckets, uint32_t L, uint32_t* next)`;
+    // both buffers hold `buckets` elements.
+    unsafe {
+        stream.launch_builder(&k.chunk_counts).arg(counts).arg(&buckets).arg(&chunk).arg(next).launch(grid(
+            "msm_chunk_counts",
+            buckets as usize,
+            256,
+        )?)
+    }
+    .during("msm_chunk_counts")?;
+    probe.after(gpu, stream, "msm_chunk_counts")
+}
+
+/// A bucket's entries in a data array: how many, and where the first is.
+pub(crate) struct SegmentsRef<'a> {
+    /// Entries per bucket.
+    pub(crate) count: &'a CudaSlice<u32>,
+    /// Where each bucket's entries start.
+    pub(crate) off: &'a CudaSlice<u32>,
+}
+
+/// `msm_flat_counts`: the first summing round's segments when the windows' `buckets` buckets' entries
+/// are cut into `pieces` equal runs, one per thread: each thread writes one partial per bucket its
+/// run touches, at slot `thread + bucket`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn flat_counts(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    sorted: SegmentsRef<'_>,
+    buckets: u32,
+    pieces: u32,
+    next_count: &mut CudaSlice<u32>,
+    next_off: &mut CudaSlice<u32>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let b = buckets as usize;
+    expect_at_least("msm_flat_counts", b + 1, sorted.count.len().min(sorted.off.len()))?;
+    expect_at_least("msm_flat_counts", b, next_count.len().min(next_off.len()))?;
+    let k = gpu.msm_kernels()?;
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `msm_flat_counts(const uint32_t* count, const uint32_t* off, uint32_t buckets,
+    // uint32_t pieces, uint32_t* next_count, uint32_t* next_off)`; the inputs hold buckets + 1 elements,
+    // the outputs `buckets`, each written.
+    unsafe {
+        stream
+            .launch_builder(&k.flat_counts)
+            .arg(sorted.count)
+            .arg(sorted.off)
+            .arg(&buckets)
+            .arg(&pieces)
+            .arg(next_count)
+            .arg(next_off)
+            .launch(grid("msm_flat_counts", b, 256)?)
+    }
+    .during("msm_flat_counts")?;
+    probe.after(gpu, stream, "msm_flat_counts")
+}
+
+/// `G_sum_ones`: a batch addition of the points listed in the ones' bucket (bucket `key`, after the
+/// windows'), `out.len()` threads (a multiple of [`SUM_THREADS`]) each writing one partial sum.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sum_ones<C: Curve>(
+    gpu: &Gpu,
+    ck: &CurveKernels,
+    stream: &Arc<CudaStream>,
+    bases: &CudaView<'_, GpuAffine<C>>,
+    entries: &CudaSlice<u32>,
+    sorted: SegmentsRef<'_>,
+    key: u32,
+    out: &mut CudaSlice<Xyzz<C>>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    expect_at_least("sum_ones", key as usize + 1, sorted.count.len().min(sorted.off.len()))?;
+    let threads = out.len();
+    if !threads.is_multiple_of(SUM_THREADS as usize) {
+        return Err(CudaError::Size { op: "sum_ones", size: threads, reason: "not whole blocks" });
+    }
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `G_sum_ones(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,
+    // const uint32_t* off, uint32_t key, Xyzz<F>* out)`; bucket `key` (the ones) exists in count and off
+    // (checked), its entries lie in `entries` and index bases (the sort put them there from this batch);
+    // the grid is exactly `out.len()` threads (whole blocks), each writing out[t].
+    unsafe {
+        stream
+            .launch_builder(&ck.sum_ones)
+            .arg(bases)
+            .arg(entries)
+            .arg(sorted.count)
+            .arg(sorted.off)
+            .arg(&key)
+            .arg(out)
+            .launch(grid("sum_ones", threads, SUM_THREADS)?)
+    }
+    .during("sum_ones")?;
+    probe.after(gpu, stream, "sum_ones")
+}
+
+/// `G_sum_affine`: the first summing round, thread `t` of `pieces` adding its run of the windows'
+/// sorted entries into one XYZZ partial per bucket it touches, at `out[t + bucket]`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sum_affine<C: Curve>(
+    gpu: &Gpu,
+    ck: &CurveKernels,
+    stream: &Arc<CudaStream>,
+    bases: &CudaView<'_, GpuAffine<C>>,
+    entries: &CudaSlice<u32>,
+    sorted: SegmentsRef<'_>,
+    buckets: u32,
+    pieces: u32,
+    out: &mut CudaSlice<Xyzz<C>>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    expect_at_least("sum_affine", buckets as usize + 1, sorted.count.len().min(sorted.off.len()))?;
+    expect_at_least("sum_affine", pieces as usize + buckets as usize, out.len())?;
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `G_sum_affine(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,
+    // const uint32_t* off, uint32_t buckets, uint32_t pieces, Xyzz<F>* out)`; entries index bases (the
+    // sort put them there from this batch); thread t reads entries below the windows' total (the
+    // entries' length) and writes out[t + b] for buckets b < `buckets`, with t < pieces, so below
+    // pieces + buckets <= out.len() (checked).
+    unsafe {
+        stream
+            .launch_builder(&ck.sum_affine)
+            .arg(bases)
+            .arg(entries)
+            .arg(sorted.count)
+            .arg(sorted.off)
+            .arg(&buckets)
+            .arg(&pieces)
+            .arg(out)
+            .launch(grid("sum_affine", pieces as usize, SUM_THREADS)?)
+    }
+    .during("sum_affine")?;
+    probe.after(gpu, stream, "sum_affine")
+}
+
+/// `G_sum_xyzz`: a later summing round, adding each bucket's partials of `input` in chunks of
+/// `chunk`, one output per chunk (at `next_off[bucket]` onwards).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sum_xyzz<C: Curve>(
+    gpu: &Gpu,
+    ck: &CurveKernels,
+    stream: &Arc<CudaStream>,
+    input: &CudaSlice<Xyzz<C>>,
+    segments: SegmentsRef<'_>,
+    next_off: &CudaSlice<u32>,
+    buckets: u32,
+    chunk: u32,
+    out: &mut CudaSlice<Xyzz<C>>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let b = buckets as usize;
+    expect_at_least("sum_xyzz", b, segments.count.len().min(segments.off.len()).min(next_off.len()))?;
+    let threads = out.len();
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `G_sum_xyzz(const Xyzz<F>* in, const uint32_t* count, const uint32_t* off,
+    // const uint32_t* off_next, uint32_t buckets, uint32_t L, Xyzz<F>* out)`; the ranges read lie in
+    // `input` (the previous round's output, whose segments these are) and were written by it; thread q
+    // writes out[q] only below the number of chunks, which the caller sized `out` for (at most
+    // input.len() / L + buckets), and the grid has out.len() threads.
+    unsafe {
+        stream
+            .launch_builder(&ck.sum_xyzz)
+            .arg(input)
+            .arg(segments.count)
+            .arg(segments.off)
+            .arg(next_off)
+            .arg(&buckets)
+            .arg(&chunk)
+            .arg(out)
+            .launch(grid("sum_xyzz", threads, SUM_THREADS)?)
+    }
+    .during("sum_xyzz")?;
+    probe.after(gpu, stream, "sum_xyzz")
+}
+
+/// `G_window_segments`: per window, `Σ j·B_j` over each of `segments` runs of its `half` buckets
+/// (every bucket holds at most one partial by now), one output per (window, segment).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn window_segments<C: Curve>(
+    gpu: &Gpu,
+    ck: &CurveKernels,
+    stream: &Arc<CudaStream>,
+    data: &CudaSlice<Xyzz<C>>,
+    segments_of: SegmentsRef<'_>,
+    windows: u32,
+    half: u32,
+    segments: u32,
+    out: &mut CudaSlice<Xyzz<C>>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let threads = windows as usize * segments as usize;
+    expect_at_least("window_segments", windows as usize * half as usize, segments_of.count.len())?;
+    expect_at_least("window_segments", threads, out.len())?;
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `G_window_segments(const Xyzz<F>* data, const uint32_t* count, const uint32_t* off,
+    // uint32_t windows, uint32_t half, uint32_t segments, Xyzz<F>* out)`; every bucket has count 0 or 1
+    // here and off[b] indexes a written slot of data when count[b] is 1; out holds windows * segments
+    // points, one per thread.
+    unsafe {
+        stream
+            .launch_builder(&ck.window_segments)
+            .arg(data)
+            .arg(segments_of.count)
+            .arg(segments_of.off)
+            .arg(&windows)
+            .arg(&half)
+            .arg(&segments)
+            .arg(out)
+            .launch(grid("window_segments", threads, 64)?)
+    }
+    .during("window_segments")?;
+    probe.after(gpu, stream, "window_segments")
+}
+
+/// `G_reduce`: block `g` adds `input[g·per .. (g + 1)·per]` into `out[g]`, for `out.len()` blocks.
+pub(crate) fn reduce<C: Curve>(
+    gpu: &Gpu,
+    ck: &CurveKernels,
+    stream: &Arc<CudaStream>,
+    input: &CudaSlice<Xyzz<C>>,
+    per: u32,
+    out: &mut CudaViewMut<'_, Xyzz<C>>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let groups = count32("reduce", out.len())?;
+    expect_at_least("reduce", out.len() * per as usize, input.len())?;
+    let cfg =
+        LaunchConfig { grid_dim: (groups, 1, 1), block_dim: (REDUCE_THREADS, 1, 1), shared_mem_bytes: 0 };
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `G_reduce(const Xyzz<F>* in, uint32_t per, Xyzz<F>* out)`; block g reads
+    // in[g * per .. g * per + per), inside `input` (at least groups * per points, checked), and writes
+    // out[g], inside `out` (groups points).
+    unsafe { stream.launch_builder(&ck.reduce).arg(input).arg(&per).arg(out).launch(cfg) }
+        .during("reduce")?;
+    probe.after(gpu, stream, "reduce")
+}

@@ -1,0 +1,143 @@
+//! The kernel modules: PTX built by `cargo xtask ptx` from `kernels/` and embedded at build time, and
+//! the handles of the functions each module holds, loaded (JIT-compiled by the driver) per context.
+//!
+//! The field module's test and throughput kernels exist only with the `bench-kernels` feature, so a
+//! build without it (the daemon's) neither embeds nor loads them.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
+use cudarc::nvrtc::Ptx;
+
+use crate::{CudaError, DriverContext};
+
+/// The embedded PTX.
+mod ptx {
+    pub(super) const NTT: &str = include_str!("../ptx/ntt.ptx");
+    pub(super) const MSM: &str = include_str!("../ptx/msm.ptx");
+    #[cfg(feature = "bench-kernels")]
+    pub(super) const FIELD_TEST: &str = include_str!("../ptx/field_test.ptx");
+}
+
+/// `log2` of the most elements one NTT pass block holds.
+pub(crate) const PASS_TILE_BITS: u32 = 10;
+/// Dynamic shared memory an NTT pass block may use: `2^PASS_TILE_BITS` elements and as many twiddles.
+pub(crate) const PASS_SHARED_BYTES: i32 = 2 * (1 << PASS_TILE_BITS) * 32;
+
+fn load(ctx: &Arc<CudaContext>, src: &str, op: &'static str) -> Result<Arc<CudaModule>, CudaError> {
+    ctx.load_module(Ptx::from_src(src)).during(op)
+}
+
+fn function(module: &Arc<CudaModule>, name: &'static str) -> Result<CudaFunction, CudaError> {
+    module.load_function(name).during(name)
+}
+
+/// The NTT module's kernels.
+pub(crate) struct NttKernels {
+    pub(crate) fill_powers: CudaFunction,
+    pub(crate) bit_reverse: CudaFunction,
+    pub(crate) bit_reverse_tiled: CudaFunction,
+    pub(crate) pass: CudaFunction,
+    pub(crate) scale: CudaFunction,
+    pub(crate) quotient: CudaFunction,
+}
+
+impl NttKernels {
+    pub(crate) fn load(ctx: &Arc<CudaContext>) -> Result<Self, CudaError> {
+        let m = load(ctx, ptx::NTT, "loading the NTT kernels")?;
+        let pass = function(&m, "ntt_pass")?;
+        pass.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            PASS_SHARED_BYTES,
+        )
+        .during("configuring ntt_pass's shared memory")?;
+        Ok(Self {
+            fill_powers: function(&m, "ntt_fill_powers")?,
+            bit_reverse: function(&m, "ntt_bit_reverse")?,
+            bit_reverse_tiled: function(&m, "ntt_bit_reverse_tiled")?,
+            pass,
+            scale: function(&m, "ntt_scale")?,
+            quotient: function(&m, "quotient")?,
+        })
+    }
+}
+
+/// The MSM module's kernels.
+pub(crate) struct MsmKernels {
+    pub(crate) count: CudaFunction,
+    pub(crate) scatter: CudaFunction,
+    pub(crate) chunk_counts: CudaFunction,
+    pub(crate) flat_counts: CudaFunction,
+    pub(crate) scan_blocks: CudaFunction,
+    pub(crate) scan_add: CudaFunction,
+    pub(crate) g1: CurveKernels,
+    pub(crate) g2: CurveKernels,
+}
+
+/// One curve's bucket and window kernels.
+pub(crate) struct CurveKernels {
+    pub(crate) sum_ones: CudaFunction,
+    pub(crate) sum_affine: CudaFunction,
+    pub(crate) sum_xyzz: CudaFunction,
+    pub(crate) window_segments: CudaFunction,
+    pub(crate) reduce: CudaFunction,
+}
+
+impl MsmKernels {
+    pub(crate) fn load(ctx: &Arc<CudaContext>) -> Result<Self, CudaError> {
+        let m = load(ctx, ptx::MSM, "loading the MSM kernels")?;
+        let curve = |g: &str| -> Result<CurveKernels, CudaError> {
+            let f = |name: &'static str| function(&m, name);
+            let g1 = g == "g1";
+            Ok(CurveKernels {
+                sum_ones: f(if g1 { "g1_sum_ones" } else { "g2_sum_ones" })?,
+                sum_affine: f(if g1 { "g1_sum_affine" } else { "g2_sum_affine" })?,
+                sum_xyzz: f(if g1 { "g1_sum_xyzz" } else { "g2_sum_xyzz" })?,
+                window_segments: f(if g1 { "g1_window_segments" } else { "g2_window_segments" })?,
+                reduce: f(if g1 { "g1_reduce" } else { "g2_reduce" })?,
+            })
+        };
+        Ok(Self {
+            count: function(&m, "msm_count")?,
+            scatter: function(&m, "msm_scatter")?,
+            chunk_counts: function(&m, "msm_chunk_counts")?,
+            flat_counts: function(&m, "msm_flat_counts")?,
+            scan_blocks: function(&m, "scan_blocks")?,
+            scan_add: function(&m, "scan_add")?,
+            g1: curve("g1")?,
+            g2: curve("g2")?,
+        })
+    }
+
+    /// The bucket and window kernels of curve `C`.
+    pub(crate) fn curve<C: cuzk_field::Curve>(&self) -> &CurveKernels {
+        match C::ID {
+            cuzk_field::CurveId::G1 => &self.g1,
+            cuzk_field::CurveId::G2 => &self.g2,
+        }
+    }
+}
+
+/// The field module's test and throughput kernels (loaded on first use).
+#[cfg(feature = "bench-kernels")]
+pub(crate) struct FieldKernels {
+    pub(crate) fr_ops: CudaFunction,
+    pub(crate) fq_ops: CudaFunction,
+    pub(crate) fq2_ops: CudaFunction,
+    pub(crate) fr_mul_bench: CudaFunction,
+    pub(crate) fq_mul_bench: CudaFunction,
+}
+
+#[cfg(feature = "bench-kernels")]
+impl FieldKernels {
+    pub(crate) fn load(ctx: &Arc<CudaContext>) -> Result<Self, CudaError> {
+        let m = load(ctx, ptx::FIELD_TEST, "loading the field test kernels")?;
+        Ok(Self {
+            fr_ops: function(&m, "fr_ops")?,
+            fq_ops: function(&m, "fq_ops")?,
+            fq2_ops: function(&m, "fq2_ops")?,
+            fr_mul_bench: function(&m, "fr_mul_bench")?,
+            fq_mul_bench: function(&m, "fq_mul_bench")?,
+        })
+    }
+}

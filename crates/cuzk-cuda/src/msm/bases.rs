@@ -1,0 +1,193 @@
+//! Where an MSM's bases live and which scalar each one takes.
+//!
+//! A key's bases are converted to device layout once and kept in device memory, or, when they do not
+//! fit beside a reserve for the MSMs' own buffers, in pinned host memory, from which each batch is
+//! uploaded on the copy stream ([`Residency`]). When at least an eighth of them are points at infinity
+//! (the parts of a Groth16 key for variables a query does not use) only the others are kept, with a
+//! selection of their scalars, so the MSM neither stores nor sorts the rest.
+
+use ark_ec::AffineRepr;
+use cudarc::driver::{CudaSlice, PinnedHostSlice};
+use cuzk_field::{Affine, Curve};
+use rayon::prelude::*;
+
+use crate::{CudaError, DriverContext, Gpu, GpuAffine};
+
+/// Device memory left free for an MSM's own buffers when deciding where bases go (bucket entries of a
+/// 2^24-point batch alone take 1 GiB).
+pub(crate) const MSM_RESERVE: usize = 6 << 30;
+
+/// Where [`upload`] keeps bases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Residency {
+    /// Device memory when they fit (with a reserve for the MSM's own buffers), else pinned host memory.
+    Auto,
+    /// Device memory; an error when they do not fit.
+    Device,
+    /// Pinned host memory, streamed to the device batch by batch.
+    Host,
+}
+
+#[derive(Debug)]
+enum Stored<A> {
+    Device(CudaSlice<A>),
+    Host(PinnedHostSlice<A>),
+}
+
+/// MSM bases as the device uses them: in device memory (or pinned host memory when they do not fit),
+/// with the points at infinity dropped when they are many, and a selection saying which scalar each
+/// kept point takes.
+#[derive(Debug)]
+pub struct GpuBases<C: Curve> {
+    points: Stored<GpuAffine<C>>,
+    select: Option<CudaSlice<u32>>,
+    /// Points kept (the buffers hold one placeholder when none are).
+    kept: usize,
+    /// Bases given, and scalars an MSM takes.
+    len: usize,
+}
+
+impl<C: Curve> GpuBases<C> {
+    /// The bases as the MSM takes them.
+    pub fn msm_bases(&self) -> MsmBases<'_, C> {
+        let points = match &self.points {
+            Stored::Device(p) => Points::Device(p),
+            Stored::Host(p) => Points::Host(p),
+        };
+        if self.kept == 0 {
+            return MsmBases { points, select: None, len: 0, scalars: self.len };
+        }
+        let len = match points {
+            Points::Device(p) => p.len(),
+            Points::Host(p) => p.len(),
+        };
+        MsmBases { points, select: self.select.as_ref(), len, scalars: self.len }
+    }
+
+    /// Whether the points are in device memory (otherwise pinned host memory).
+    pub fn is_resident(&self) -> bool {
+        matches!(self.points, Stored::Device(_))
+    }
+
+    /// Points kept (the bases less the points at infinity, when those were dropped).
+    pub fn kept(&self) -> usize {
+        self.kept
+    }
+
+    /// Bases given, and scalars an MSM on them takes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no bases were given.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes of pinned host memory the points hold (0 when they are in device memory).
+    pub fn host_bytes(&self) -> u64 {
+        match &self.points {
+            Stored::Host(p) => (p.len() * std::mem::size_of::<GpuAffine<C>>()) as u64,
+            Stored::Device(_) => 0,
+        }
+    }
+}
+
+/// Converts `bases` to device layout on `gpu` and keeps them as `residency` says, dropping the points
+/// at infinity when at least an eighth of them are.
+pub(crate) fn upload<C: Curve>(
+    gpu: &Gpu,
+    bases: &[Affine<C>],
+    residency: Residency,
+) -> Result<GpuBases<C>, CudaError> {
+    let len = bases.len();
+    if u32::try_from(len).is_err() {
+        return Err(CudaError::Size { op: "upload_bases", size: len, reason: "more than 2^32 - 1 bases" });
+    }
+    let identities = bases.par_iter().filter(|p| p.is_zero()).count();
+    let (host, select): (Vec<GpuAffine<C>>, Option<Vec<u32>>) = if identities > 0 && identities >= len / 8 {
+        let kept: Vec<u32> = (0..len as u32).filter(|&i| !bases[i as usize].is_zero()).collect();
+        (kept.par_iter().map(|&i| GpuAffine::from_ark(&bases[i as usize])).collect(), Some(kept))
+    } else {
+        (bases.par_iter().map(GpuAffine::from_ark).collect(), None)
+    };
+    let stream = gpu.compute_stream();
+    let kept = host.len();
+    if kept == 0 {
+        let points = Stored::Device(gpu.zeros(stream, 1)?);
+        return Ok(GpuBases { points, select: None, kept, len });
+    }
+    let select = select.map(|s| gpu.upload(stream, &s)).transpose()?;
+    let bytes = std::mem::size_of_val(host.as_slice());
+    let on_device = match residency {
+        Residency::Device => true,
+        Residency::Host => false,
+        Residency::Auto => {
+            let (free, _) = gpu.memory()?;
+            bytes.saturating_add(MSM_RESERVE) <= free
+        }
+    };
+    let points = if on_device {
+        Stored::Device(gpu.upload(stream, &host)?)
+    } else {
+        let mut pinned = gpu.pinned::<GpuAffine<C>>(host.len(), false)?;
+        pinned.as_mut_slice().during("filling pinned bases")?.copy_from_slice(&host);
+        Stored::Host(pinned)
+    };
+    Ok(GpuBases { points, select, kept, len })
+}
+
+/// Where an MSM's bases are.
+#[derive(Debug)]
+pub enum Points<'a, A> {
+    /// Resident in device memory.
+    Device(&'a CudaSlice<A>),
+    /// In pinned host memory, uploaded batch by batch on the copy stream.
+    Host(&'a PinnedHostSlice<A>),
+}
+
+impl<A> Clone for Points<'_, A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A> Copy for Points<'_, A> {}
+
+/// The bases of an MSM, and optionally which scalar each one takes.
+#[derive(Debug)]
+pub struct MsmBases<'a, C: Curve> {
+    pub(crate) points: Points<'a, GpuAffine<C>>,
+    /// Point `i` takes scalar `select[i]`; without it, scalar `i`.
+    pub(crate) select: Option<&'a CudaSlice<u32>>,
+    /// Points used (the front of the buffers).
+    len: usize,
+    /// How many scalars the MSM takes.
+    scalars: usize,
+}
+
+impl<'a, C: Curve> MsmBases<'a, C> {
+    /// Device-resident bases, one per scalar.
+    pub fn device(points: &'a CudaSlice<GpuAffine<C>>) -> Self {
+        Self { points: Points::Device(points), select: None, len: points.len(), scalars: points.len() }
+    }
+
+    /// Bases in pinned host memory, one per scalar.
+    pub fn host(points: &'a PinnedHostSlice<GpuAffine<C>>) -> Self {
+        Self { points: Points::Host(points), select: None, len: points.len(), scalars: points.len() }
+    }
+
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no points.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many scalars an MSM on these bases takes.
+    pub fn scalars(&self) -> usize {
+        self.scalars
+    }
+}

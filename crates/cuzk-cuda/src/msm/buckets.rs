@@ -1,0 +1,139 @@
+//! Bucket sums and the window reduction of one sorted batch, on the compute stream.
+//!
+//! The ones' bucket is a batch addition of its own (a fixed share per thread, then block-wide adds).
+//! The first summing round cuts the windows' sorted entries into equal pieces, one per thread, whatever
+//! the bucket boundaries (so sparse scalars still occupy every thread), and a thread writes one XYZZ
+//! partial per bucket its piece touches (at slot thread + bucket, so no scan is needed to place them):
+//! uneven buckets cost nothing extra. Later rounds add each bucket's few partials in chunks until
+//! every bucket holds one. Per window, `Σ j·B_j` by running sums over segments of buckets, then
+//! block-wide adds of the segments.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr};
+use cuzk_field::Curve;
+
+use super::plan::Plan;
+use super::sort::{chunk_counts, Segments, Sorted};
+use crate::kernels::msm as k;
+use crate::modules::CurveKernels;
+use crate::profile::Probe;
+use crate::scratch::ScratchBuf;
+use crate::{CudaError, Gpu, GpuAffine, Xyzz};
+
+/// Entries per chunk in later summing rounds.
+const LATER_CHUNK: u32 = 16;
+/// Most inputs one `G_reduce` block adds: four per thread before the tree, as the adds of one thread
+/// are a chain whose latency the few threads of these small launches cannot hide.
+const REDUCE_PER: u32 = 256;
+
+/// Adds each of `rows` consecutive runs of `per_row` points of `input` into `dst[row]` on `stream`, in
+/// levels of at most `REDUCE_PER` inputs per block. `per_row` is a power of two.
+#[allow(clippy::too_many_arguments)]
+fn reduce_rows<C: Curve>(
+    gpu: &Gpu,
+    ck: &CurveKernels,
+    stream: &Arc<CudaStream>,
+    input: ScratchBuf<Xyzz<C>>,
+    rows: u32,
+    per_row: u32,
+    dst: &mut CudaViewMut<'_, Xyzz<C>>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let (mut level, mut per_row) = (input, per_row);
+    loop {
+        let per = per_row.min(REDUCE_PER);
+        let groups = rows * (per_row / per);
+        if per == per_row {
+            // The last level: one block per row, into `dst`.
+            return k::reduce(gpu, ck, stream, &level, per, dst, probe);
+        }
+        let mut next = gpu.scratch().take::<Xyzz<C>>(stream, groups as usize)?;
+        k::reduce(gpu, ck, stream, &level, per, &mut next.slice_mut(..groups as usize), probe)?;
+        level = next;
+        per_row /= per;
+    }
+}
+
+/// Bucket sums and window reduction of one sorted batch on `stream`: its window sums and the sum of
+/// its ones (`windows + 1` XYZZ points) in a new device buffer.
+pub(crate) fn reduce<C: Curve>(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    bases: &CudaView<'_, GpuAffine<C>>,
+    sorted: &Sorted,
+    plan: &Plan,
+    probe: &mut Probe,
+) -> Result<ScratchBuf<Xyzz<C>>, CudaError> {
+    let ck = gpu.msm_kernels()?.curve::<C>();
+    let n = bases.len();
+    let buckets = plan.window_buckets();
+    let windows = plan.windows;
+    let pieces = plan.pieces;
+    let mut sums = gpu.scratch().take::<Xyzz<C>>(stream, windows as usize + 1)?;
+
+    // The ones: a batch addition of the points listed in the bucket after the windows'.
+    let ones = plan.ones_threads;
+    let mut partials = gpu.scratch().take::<Xyzz<C>>(stream, ones as usize)?;
+    {
+        // The stream waits for the sort (on the side stream) here, before the probe's start event,
+        // so the first kernel's span is its own and not the sort's too.
+        let _entries = sorted.entries.device_ptr(stream);
+        let _count = sorted.seg.count.device_ptr(stream);
+        let _off = sorted.seg.off.device_ptr(stream);
+    }
+    k::sum_ones(gpu, ck, stream, bases, &sorted.entries, sorted.seg.as_ref(), buckets, &mut partials, probe)?;
+    reduce_rows::<C>(gpu, ck, stream, partials, 1, ones, &mut sums.slice_mut(windows as usize..), probe)?;
+
+    // First round: the windows' entries in `pieces` equal runs, one per thread, whatever buckets they
+    // fall in.
+    let mut items = pieces as usize + buckets as usize;
+    let mut next = Segments {
+        count: gpu.scratch().take::<u32>(stream, buckets as usize)?,
+        off: gpu.scratch().take(stream, buckets as usize)?,
+    };
+    k::flat_counts(gpu, stream, sorted.seg.as_ref(), buckets, pieces, &mut next.count, &mut next.off, probe)?;
+    // Slots no thread writes are never read: msm_flat_counts points each bucket at its written ones.
+    let mut data = gpu.scratch().take::<Xyzz<C>>(stream, items)?;
+    k::sum_affine(
+        gpu,
+        ck,
+        stream,
+        bases,
+        &sorted.entries,
+        sorted.seg.as_ref(),
+        buckets,
+        pieces,
+        &mut data,
+        probe,
+    )?;
+    let mut seg = next;
+    // Later rounds, until no bucket can have more than one partial sum: a bucket holds at most one
+    // entry per point, so it meets at most n + 1 pieces, and there are at most `pieces`.
+    let mut most = (pieces as usize).min(n + 1);
+    while most > 1 {
+        let next = chunk_counts(gpu, stream, &seg, LATER_CHUNK, probe)?;
+        let next_items = items / LATER_CHUNK as usize + buckets as usize;
+        let mut out = gpu.scratch().take::<Xyzz<C>>(stream, next_items)?;
+        k::sum_xyzz(gpu, ck, stream, &data, seg.as_ref(), &next.off, buckets, LATER_CHUNK, &mut out, probe)?;
+        data = out;
+        items = next_items;
+        seg = next;
+        most = most.div_ceil(LATER_CHUNK as usize);
+    }
+
+    let (segments, half) = (plan.segments, plan.half);
+    let mut level = gpu.scratch().take::<Xyzz<C>>(stream, (windows * segments) as usize)?;
+    k::window_segments(gpu, ck, stream, &data, seg.as_ref(), windows, half, segments, &mut level, probe)?;
+    reduce_rows::<C>(
+        gpu,
+        ck,
+        stream,
+        level,
+        windows,
+        segments,
+        &mut sums.slice_mut(..windows as usize),
+        probe,
+    )?;
+    Ok(sums)
+}

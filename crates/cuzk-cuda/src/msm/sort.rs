@@ -1,0 +1,100 @@
+//! The counting sort of one batch: each scalar's signed digits (one per window) become (point, sign)
+//! entries of the bucket their digit names; a histogram of the digits, its scan into bucket offsets,
+//! and a scatter put the entries in bucket order. Scalars 0 make no entries, scalars 1 one entry in
+//! the extra bucket after the windows' (the ones, summed apart by a batch addition).
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, CudaView};
+
+use super::plan::Plan;
+use crate::kernels::msm::{self as k, BatchScalars, SegmentsRef, SCAN_BLOCK};
+use crate::profile::Probe;
+use crate::scratch::ScratchBuf;
+use crate::{CudaError, DriverContext, Gpu, GpuFr};
+
+/// Counts per bucket and where each bucket's items start: how a data array is cut by bucket.
+pub(crate) struct Segments {
+    pub(crate) count: ScratchBuf<u32>,
+    pub(crate) off: ScratchBuf<u32>,
+}
+
+impl Segments {
+    pub(crate) fn as_ref(&self) -> SegmentsRef<'_> {
+        SegmentsRef { count: &self.count, off: &self.off }
+    }
+}
+
+/// A batch's bucket entries, sorted by bucket.
+pub(crate) struct Sorted {
+    pub(crate) seg: Segments,
+    pub(crate) entries: ScratchBuf<u32>,
+}
+
+/// Exclusive scan of `input` into a new buffer, on `stream`.
+pub(crate) fn scan(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    input: &CudaSlice<u32>,
+    probe: &mut Probe,
+) -> Result<ScratchBuf<u32>, CudaError> {
+    let n = input.len();
+    if u32::try_from(n).is_err() {
+        return Err(CudaError::Size { op: "scan", size: n, reason: "more than 2^32 - 1" });
+    }
+    let blocks = n.div_ceil(SCAN_BLOCK).max(1);
+    // Both are written whole: every element of out, one sum per block.
+    let mut out = gpu.scratch().take::<u32>(stream, n)?;
+    let mut sums = gpu.scratch().take::<u32>(stream, blocks)?;
+    k::scan_blocks(gpu, stream, input, &mut out, &mut sums, probe)?;
+    if blocks > 1 {
+        let scanned = scan(gpu, stream, &sums, probe)?;
+        k::scan_add(gpu, stream, &mut out, &scanned, probe)?;
+    }
+    Ok(out)
+}
+
+/// The next round's segments when each bucket's items are cut into chunks of `chunk`.
+pub(crate) fn chunk_counts(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    seg: &Segments,
+    chunk: u32,
+    probe: &mut Probe,
+) -> Result<Segments, CudaError> {
+    let mut count = gpu.scratch().take::<u32>(stream, seg.count.len())?;
+    k::chunk_counts(gpu, stream, &seg.count, chunk, &mut count, probe)?;
+    let off = scan(gpu, stream, &count, probe)?;
+    Ok(Segments { count, off })
+}
+
+/// Digits, counts, scan and scatter of one batch of `n` points on `stream`. `scalars` is the batch's
+/// scalars, or with `select` (the batch's part of it) all of them.
+pub(crate) fn sort(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    scalars: &CudaView<'_, GpuFr>,
+    select: Option<&CudaView<'_, u32>>,
+    n: usize,
+    plan: &Plan,
+    probe: &mut Probe,
+) -> Result<Sorted, CudaError> {
+    if u32::try_from(n).ok().filter(|&v| v < 1 << 31).is_none() {
+        return Err(CudaError::Size { op: "msm", size: n, reason: "batch over 2^31 points" });
+    }
+    if plan.windows as u64 * n as u64 >= 1 << 32 {
+        return Err(CudaError::Size { op: "msm", size: n, reason: "batch over 2^32 bucket entries" });
+    }
+    let buckets = plan.buckets() as usize;
+    let (c, windows) = (plan.c, plan.windows);
+    let batch = BatchScalars { scalars, select, n };
+    let mut count = gpu.scratch().take_zeroed::<u32>(stream, buckets)?;
+    k::count(gpu, stream, batch, c, windows, &mut count, probe)?;
+    let off = scan(gpu, stream, &count, probe)?;
+    let mut cursor = gpu.scratch().take::<u32>(stream, buckets)?;
+    stream.memcpy_dtod(&*off, &mut *cursor).during("copying bucket offsets")?;
+    // Only the counted entries are written, and nothing reads past them.
+    let mut entries = gpu.scratch().take::<u32>(stream, windows as usize * n)?;
+    k::scatter(gpu, stream, batch, c, windows, &mut cursor, &mut entries, probe)?;
+    Ok(Sorted { seg: Segments { count, off }, entries })
+}
