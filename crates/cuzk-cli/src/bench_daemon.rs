@@ -56,13 +56,10 @@ pub(crate) struct LoadRun {
     pub(crate) peak_rss_bytes: Option<u64>,
 }
 
-fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let i = ((v.len() - 1) as f64 * q).round() as usize;
-    v[i.min(v.len() - 1)]
+/// The `q` quantile of `v` by the one rule every benchmark uses ([`cuzk::quantile`]: linear between
+/// ranks, so the median of an even count is the mean of the middle two); NaN when `v` is empty.
+fn quantile(v: Vec<f64>, q: f64) -> f64 {
+    cuzk::quantile(&v, q).unwrap_or(f64::NAN)
 }
 
 /// `VmHWM` of `/proc/self/status`.

@@ -2,16 +2,20 @@
 
 use std::time::Instant;
 
-use cuzk::{Config, Engine};
+use cuzk::{Config, Engine, Summary};
 use serde::Serialize;
 
 use crate::flags::LoadArgs;
-use crate::output::{median, print, CmdError};
+use crate::output::{print, CmdError};
 use crate::progress::Progress;
+use crate::report::Times;
 
 #[derive(Serialize)]
 struct LoadOutput {
     command: &'static str,
+    /// The backend the key was made resident on.
+    backend: &'static str,
+    devices: Vec<usize>,
     circuit: &'static str,
     shape_id: String,
     log_constraints: u32,
@@ -19,12 +23,12 @@ struct LoadOutput {
     synthesis_mode: &'static str,
     key_bytes: u64,
     key_bytes_per_constraint: f64,
-    /// Median key-file load (read, checksum, decode).
-    key_file_seconds: f64,
+    /// Key-file loads (read, checksum, decode).
+    key_file: Times,
+    /// At the median.
     key_file_gb_per_s: f64,
-    /// Median of the whole `Engine::load_key_from_store` (key file, shape file, making the key resident).
-    engine_load_seconds: f64,
-    repeats: usize,
+    /// The whole `Engine::load_key_from_store` (key file, shape file, making the key resident).
+    engine_load: Times,
 }
 
 /// Runs `cuzk bench load`.
@@ -32,14 +36,15 @@ pub(crate) fn run(a: &LoadArgs) -> Result<(), CmdError> {
     let out = bench_load(a)?;
     print(a.json, &out, |o| {
         println!(
-            "cuzk bench load: {} 2^{} rows ({} constraints), shape {}, median of {}",
-            o.circuit, o.log_constraints, o.constraints, o.shape_id, o.repeats
+            "cuzk bench load: backend {}, {} 2^{} rows ({} constraints), shape {}",
+            o.backend, o.circuit, o.log_constraints, o.constraints, o.shape_id
         );
+        println!("  key file        {}", o.key_file);
         println!(
-            "  key file        {:>10.3} s  {} bytes ({:.0} per constraint), {:.2} GB/s",
-            o.key_file_seconds, o.key_bytes, o.key_bytes_per_constraint, o.key_file_gb_per_s
+            "                  {} bytes ({:.0} per constraint), {:.2} GB/s at the median",
+            o.key_bytes, o.key_bytes_per_constraint, o.key_file_gb_per_s
         );
-        println!("  engine load     {:>10.3} s  (key, shape, resident)", o.engine_load_seconds);
+        println!("  engine load     {}  (key, shape, resident)", o.engine_load);
         println!("  synthesis mode  {:>10}", o.synthesis_mode);
     })
 }
@@ -47,7 +52,11 @@ pub(crate) fn run(a: &LoadArgs) -> Result<(), CmdError> {
 fn bench_load(a: &LoadArgs) -> Result<LoadOutput, CmdError> {
     let shape_id = a.circuit.shape_id()?;
     let store = cuzk::keystore::KeyStore::open(&a.key_dir)?;
-    let engine = Engine::new(Config::cpu())?;
+    let engine =
+        Engine::new(Config { cuda_devices: a.devices.clone(), ..Config::default().with_backend(a.backend) })?;
+    if let (Some(note), false) = (engine.backend_note(), a.json) {
+        eprintln!("note: {note}");
+    }
     let (mut file, mut whole) = (Vec::new(), Vec::new());
     let mut last = None;
     let repeats = a.repeat.max(1);
@@ -64,9 +73,13 @@ fn bench_load(a: &LoadArgs) -> Result<LoadOutput, CmdError> {
     drop(progress);
     let (key, bytes) = last.ok_or("no load ran")?;
     let constraints = key.shape().map(|s| s.counts().constraints).unwrap_or_default();
-    let key_file_seconds = median(file);
+    let key_file = Summary::of(&file).ok_or("no load ran")?;
+    let engine_load = Summary::of(&whole).ok_or("no load ran")?;
+    let key_file_seconds = key_file.median;
     Ok(LoadOutput {
         command: "bench load",
+        backend: engine.backend_name(),
+        devices: engine.cuda_devices(),
         circuit: a.circuit.name(),
         shape_id,
         log_constraints: a.circuit.log_constraints,
@@ -74,9 +87,8 @@ fn bench_load(a: &LoadArgs) -> Result<LoadOutput, CmdError> {
         synthesis_mode: engine.synthesis_mode(&key).name(),
         key_bytes: bytes,
         key_bytes_per_constraint: if constraints > 0 { bytes as f64 / constraints as f64 } else { 0.0 },
-        key_file_seconds,
+        key_file: key_file.into(),
         key_file_gb_per_s: if key_file_seconds > 0.0 { bytes as f64 / key_file_seconds / 1e9 } else { 0.0 },
-        engine_load_seconds: median(whole),
-        repeats,
+        engine_load: engine_load.into(),
     })
 }

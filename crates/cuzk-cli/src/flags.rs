@@ -18,9 +18,17 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Generate a key for the built-in synthetic circuit, prove partitions, verify them, report times.
     Prove(Workload),
-    /// Prove repeatedly and report medians, side by side with ark-groth16 on the same circuits (run
-    /// once; every repetition's proofs must equal its proofs); `cuzk bench synth` measures synthesis
-    /// alone.
+    /// Prove repeatedly, side by side with ark-groth16 on the same partitions and randomness, and
+    /// report each figure's median, minimum and maximum; `cuzk bench synth` measures synthesis alone.
+    ///
+    /// Both sides prove one partition untimed first, then take turns, --repeat times: a cuzk run,
+    /// an ark-groth16 run. ark-groth16 proves the partitions one after another, each with all cores
+    /// (its own parallelism). cuzk proves them all at once: without --pipeline each partition is
+    /// synthesized and proved by its own task (the GPUs taken in turn); with --pipeline, through the
+    /// scheduler (partition workers synthesize while GPU workers upload and prove). Every run's proofs
+    /// must equal ark-groth16's. Two ratios: end to end (median wall over median wall, synthesis on
+    /// both sides) and GPU time (ark-groth16's proving after its synthesis over cuzk's device time of
+    /// the witness map and MSMs).
     #[command(args_conflicts_with_subcommands = true)]
     Bench(BenchArgs),
     /// Generate a proving key for a built-in circuit and save it, with its recorded R1CS shape, to a
@@ -32,7 +40,8 @@ pub(crate) enum Command {
     /// Print the daemon's default configuration, or check a configuration file.
     Config(ConfigArgs),
     /// Summarise a pipeline timeline (JSON lines as the scheduler writes them): kernel utilisation from
-    /// device-measured kernel time beside the lock-bracket figure, gaps by cause, per-proof times.
+    /// the kernel spans (placed by the device clock on a GPU) beside the lock-bracket figure, the
+    /// device's idle time by cause, per-proof times.
     Timeline(TimelineArgs),
 }
 
@@ -56,9 +65,9 @@ pub(crate) struct BenchArgs {
     pub(crate) what: Option<BenchWhat>,
     #[command(flatten)]
     pub(crate) workload: Workload,
-    /// Timed repetitions (the median is reported).
-    #[arg(long, default_value_t = 3)]
-    pub(crate) repeat: usize,
+    /// Timed repetitions of each side (median, minimum and maximum are reported).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub(crate) repeat: u64,
     /// Skip the ark-groth16 baseline.
     #[arg(long)]
     pub(crate) no_baseline: bool,
@@ -85,9 +94,16 @@ pub(crate) struct LoadArgs {
     /// The key store's directory.
     #[arg(long, default_value = "cuzk-keys")]
     pub(crate) key_dir: PathBuf,
-    /// Timed loads (the median is reported; the file is in the page cache after the first).
+    /// Timed loads (their median, minimum and maximum are reported; the file is in the page cache
+    /// after the first).
     #[arg(long, default_value_t = 3)]
     pub(crate) repeat: usize,
+    /// The backend the key is made resident on: cpu, cuda or auto.
+    #[arg(long, default_value = "auto")]
+    pub(crate) backend: BackendKind,
+    /// CUDA devices to load onto, by ordinal, comma-separated (default: every device).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) devices: Option<Vec<usize>>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub(crate) json: bool,
@@ -196,7 +212,7 @@ pub(crate) struct Workload {
     #[arg(long)]
     pub(crate) pipeline: bool,
     /// Synthesis workers with --pipeline (default: the number of cores).
-    #[arg(long)]
+    #[arg(long, requires = "pipeline")]
     pub(crate) partition_workers: Option<usize>,
     /// GPU workers per device with --pipeline (default 2): one uploads the next partition while the
     /// other's kernels run.

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+mod ark;
 mod bench_daemon;
 mod bench_load;
 mod bench_synth;

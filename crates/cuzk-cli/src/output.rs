@@ -1,4 +1,4 @@
-//! What every command shares in its output: JSON or text, errors with their causes, medians.
+//! What every command shares in its output: JSON or text, errors with their causes.
 
 use serde::Serialize;
 
@@ -23,11 +23,4 @@ pub(crate) fn report_error(e: &dyn std::error::Error) {
         eprintln!("  caused by: {s}");
         source = s.source();
     }
-}
-
-/// The median of a non-empty list; of an even count, the lower of the middle two (always one of
-/// the values, so the run it came from can be found again).
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[(v.len() - 1) / 2]
 }

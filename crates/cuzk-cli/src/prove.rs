@@ -8,14 +8,14 @@ use std::time::Instant;
 use ark_bls12_381::{Bls12_381, Fr};
 use ark_ff::UniformRand;
 use ark_groth16::Groth16;
-use cuzk::{Config, Engine, Proof};
+use cuzk::{Config, Engine, Proof, Summary};
 use rand::{rngs::StdRng, SeedableRng};
 use rayon::prelude::*;
 
 use crate::flags::{BenchArgs, Workload};
-use crate::output::{median, print, CmdError};
+use crate::output::{print, CmdError};
 use crate::progress::Progress;
-use crate::report::{print_table, Output, PipelineFigures, RunShape, Stages, Variant};
+use crate::report::{print_table, ArkFigures, Output, PipelineFigures, RunShape, Stages, Variant};
 use crate::timing_key::{ClosedForm, TimingKey};
 use crate::workload::Partition;
 
@@ -35,7 +35,7 @@ pub(crate) fn prove(w: &Workload) -> Result<(), CmdError> {
 
 /// Runs `cuzk bench` (without a subcommand).
 pub(crate) fn bench(a: &BenchArgs) -> Result<(), CmdError> {
-    finish(&a.workload, run(&a.workload, Some(a.repeat), !a.no_baseline)?)
+    finish(&a.workload, run(&a.workload, Some(a.repeat as usize), !a.no_baseline)?)
 }
 
 /// Prints the report, then fails if any check failed.
@@ -92,23 +92,91 @@ fn make_key(w: &Workload, shape: Partition, rng: &mut StdRng) -> Result<RunKey, 
     Ok(RunKey { pk, timing, seconds: t.elapsed().as_secs_f64() })
 }
 
-/// ark-groth16 as a user would run it: one partition after another, each internally parallel.
+/// One timed run of ark-groth16 over the workload.
+struct ArkRun {
+    wall: f64,
+    /// Its synthesis of every partition, and the rest of its prover (matrices, witness map, MSMs).
+    synthesis: f64,
+    prove: f64,
+    proofs: Vec<Proof<Bls12_381>>,
+}
+
+/// ark-groth16 as a user would run it: one partition after another, each with all cores (its own
+/// parallelism), its two phases timed apart (see the `ark` module).
 fn arkworks(
-    w: &Workload,
     pk: &cuzk::ProvingKey<Bls12_381>,
     inputs: &[Input],
-) -> Result<(f64, Vec<Proof<Bls12_381>>), CmdError> {
-    let progress = Progress::bar("arkworks", inputs.len(), w.json);
+    progress: &Progress,
+) -> Result<ArkRun, CmdError> {
     let t = Instant::now();
-    let proofs = inputs
-        .iter()
-        .map(|(c, r, s)| {
-            let p = Groth16::<Bls12_381>::create_proof_with_reduction(*c, pk, *r, *s);
-            progress.tick();
-            p
-        })
-        .collect::<Result<_, _>>()?;
-    Ok((t.elapsed().as_secs_f64(), proofs))
+    let (mut synthesis, mut prove, mut proofs) = (0.0, 0.0, Vec::new());
+    for (c, r, s) in inputs {
+        let p = crate::ark::prove(*c, pk, *r, *s)?;
+        synthesis += p.synthesis_seconds;
+        prove += p.prove_seconds;
+        proofs.push(p.proof);
+        progress.tick();
+    }
+    Ok(ArkRun { wall: t.elapsed().as_secs_f64(), synthesis, prove, proofs })
+}
+
+/// One timed run of cuzk over the workload.
+struct CuzkRun {
+    wall: f64,
+    proofs: Vec<Proof<Bls12_381>>,
+    /// Partition 0's stages.
+    stages: Stages,
+    /// Device time of every partition's witness map and MSMs, summed; `None` without a device.
+    gpu_seconds: Option<f64>,
+    timeline: Option<Arc<cuzk::sched::Timeline>>,
+}
+
+/// The parts of a run that stay the same from one repetition to the next.
+struct Setup<'a> {
+    engine: &'a Engine,
+    key: &'a cuzk::Key,
+    w: &'a Workload,
+    inputs: &'a [Input],
+    sched: cuzk::sched::Config,
+}
+
+impl Setup<'_> {
+    fn cuzk(&self, progress: &Progress) -> Result<CuzkRun, CmdError> {
+        let (engine, key, inputs) = (self.engine, self.key, self.inputs);
+        if self.w.pipeline {
+            let (wall, proofs, timeline) =
+                pipelined(engine, key, inputs, self.w.partitions as usize, self.sched.clone())?;
+            let spans = timeline.spans();
+            // Only a backend that places its device work gives device time.
+            let placed = spans.iter().any(|s| s.kind == cuzk::sched::SpanKind::Copy);
+            let kernels = spans.iter().filter(|s| s.kind.is_kernel()).map(|s| s.duration_us() / 1e6).sum();
+            for _ in inputs {
+                progress.tick();
+            }
+            Ok(CuzkRun {
+                wall,
+                proofs,
+                stages: Stages::from_timeline(&spans),
+                gpu_seconds: placed.then_some(kernels),
+                timeline: Some(timeline),
+            })
+        } else {
+            let t = Instant::now();
+            let (circuits, randomness) = inputs.iter().map(|(c, r, s)| (*c, (*r, *s))).unzip();
+            let reports =
+                engine.prove_partitions_observed(key, circuits, randomness, &|_, _| progress.tick())?;
+            let wall = t.elapsed().as_secs_f64();
+            let gpu: Option<Vec<f64>> =
+                reports.iter().map(|r| r.stages.device_total().map(|d| d.as_secs_f64())).collect();
+            Ok(CuzkRun {
+                wall,
+                stages: Stages::of(&reports[0]),
+                proofs: reports.into_iter().map(|r| r.proof).collect(),
+                gpu_seconds: gpu.map(|g| g.iter().sum()),
+                timeline: None,
+            })
+        }
+    }
 }
 
 /// Whether every run's proof of every partition (and every variant's) equals the timing key's proof
@@ -116,7 +184,6 @@ fn arkworks(
 fn check_closed_form(
     w: &Workload,
     closed_form: &ClosedForm,
-    recorded: &cuzk::R1csShape,
     inputs: &[Input],
     runs: &[&[Proof<Bls12_381>]],
 ) -> Result<bool, CmdError> {
@@ -126,9 +193,7 @@ fn check_closed_form(
     let at_once = if w.log_constraints <= 22 { CHECKED_AT_ONCE } else { 1 };
     let check = |i: usize| -> Result<bool, String> {
         let (c, r, s) = &inputs[i];
-        let (syn, _) = cuzk::synth::synthesize_witness_only(*c, recorded, &Default::default())
-            .map_err(|e| e.to_string())?;
-        let expected = closed_form.expected_proof(&syn, *r, *s)?;
+        let expected = closed_form.expected_proof(*c, *r, *s)?;
         progress.tick();
         Ok(runs.iter().all(|p| p.get(i) == Some(&expected)))
     };
@@ -173,48 +238,61 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
         ..defaults
     };
     let inputs: Vec<Input> = partitions.iter().zip(&randomness).map(|(c, (r, s))| (*c, *r, *s)).collect();
-    // ark-groth16 once: it takes minutes at large sizes, and every run proves the same partitions with
-    // the same randomness, so each run's proofs are compared with these.
-    let ark = pk.as_ref().map(|pk| arkworks(w, pk, &inputs)).transpose()?;
-    let runs = repeat.unwrap_or(1).max(1);
-    let (mut walls, mut all_runs) = (Vec::new(), Vec::new());
-    let mut last_timeline = None;
-    let repetitions = Progress::bar(engine.backend_name(), runs * partitions.len(), w.json);
-    for _ in 0..runs {
-        let t = Instant::now();
-        if w.pipeline {
-            let (wall, proofs, timeline) = pipelined(&engine, &key, &inputs, per_proof, sched.clone())?;
-            walls.push(wall);
-            all_runs.push((proofs, Stages::from_timeline(&timeline.spans())));
-            last_timeline = Some(timeline);
-            for _ in 0..partitions.len() {
-                repetitions.tick();
-            }
-        } else {
-            let reports =
-                engine.prove_partitions_observed(&key, partitions.clone(), randomness.clone(), &|_, _| {
-                    repetitions.tick()
-                })?;
-            walls.push(t.elapsed().as_secs_f64());
-            let stages = Stages::of(&reports[0]);
-            all_runs.push((reports.into_iter().map(|r| r.proof).collect::<Vec<_>>(), stages));
+    let setup = Setup { engine: &engine, key: &key, w, inputs: &inputs, sched: sched.clone() };
+    if repeat.is_some() {
+        // Both sides prove one partition untimed first: kernels loaded, buffers allocated, caches
+        // warm, threads started.
+        let _progress = Progress::spinner("warming up", w.json);
+        let (c, r, s) = inputs[0];
+        engine.prove_partitions_report(&key, vec![c], vec![(r, s)])?;
+        if let Some(pk) = &pk {
+            crate::ark::prove(c, pk, r, s)?;
         }
     }
-    drop(repetitions);
-    let wall = median(walls.clone());
-    let median_run = walls.iter().position(|x| *x == wall).unwrap_or(0);
-    let (proofs, stages) = &all_runs[median_run];
-    let identical = ark.as_ref().map(|(_, ark)| {
-        all_runs
-            .iter()
-            .all(|(proofs, _)| proofs.len() == ark.len() && ark.iter().zip(proofs).all(|(a, p)| a == p))
+    // The two sides take turns, so a machine that slows down (heat, other load) slows both.
+    let runs = repeat.unwrap_or(1).max(1);
+    let sides = 1 + usize::from(pk.is_some());
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let progress = Progress::bar(
+        if pk.is_some() { "both sides" } else { engine.backend_name() },
+        runs * sides * inputs.len(),
+        w.json,
+    );
+    for _ in 0..runs {
+        ours.push(setup.cuzk(&progress)?);
+        if let Some(pk) = &pk {
+            theirs.push(arkworks(pk, &inputs, &progress)?);
+        }
+    }
+    drop(progress);
+    let walls: Vec<f64> = ours.iter().map(|r| r.wall).collect();
+    let wall = Summary::of(&walls).ok_or("no run finished")?;
+    // The details (stages, timeline) shown are the run nearest the median.
+    let shown = &ours[wall.nearest_median(&walls).unwrap_or(0)];
+    let proofs = &shown.proofs;
+    let gpu: Option<Vec<f64>> = ours.iter().map(|r| r.gpu_seconds).collect();
+    let gpu = gpu.as_deref().and_then(Summary::of);
+    let identical = theirs.first().map(|first| {
+        ours.iter().all(|r| r.proofs == first.proofs) && theirs.iter().all(|t| t.proofs == first.proofs)
     });
-    let arkworks_seconds = ark.as_ref().map(|(secs, _)| *secs);
+    let ark = Summary::of(&theirs.iter().map(|t| t.wall).collect::<Vec<_>>()).map(|ark_wall| {
+        let of = |f: fn(&ArkRun) -> f64| Summary::of(&theirs.iter().map(f).collect::<Vec<_>>());
+        ArkFigures {
+            wall: ark_wall.into(),
+            synthesis: of(|t| t.synthesis).map(Into::into),
+            prove: of(|t| t.prove).map(Into::into),
+        }
+    });
+    let end_to_end = ark.as_ref().map(|a| a.wall.median / wall.median);
+    let gpu_ratio = match (&ark, &gpu) {
+        (Some(ArkFigures { prove: Some(p), .. }), Some(g)) if g.median > 0.0 => Some(p.median / g.median),
+        _ => None,
+    };
     let partitions = proofs.len();
     let proof_count = partitions.div_ceil(per_proof.max(1));
     let shape_of_run = RunShape { partitions, per_proof, proofs: proof_count, devices: key.devices() };
-    let pipeline =
-        last_timeline.as_ref().map(|t| PipelineFigures::of(t, &shape_of_run, walls[walls.len() - 1]));
+    let pipeline = shown.timeline.as_ref().map(|t| PipelineFigures::of(t, &shape_of_run, shown.wall));
+    let last_timeline = shown.timeline.clone();
     let (mut variants, mut variant_proofs) = (Vec::new(), Vec::new());
     if w.compare {
         let others = [
@@ -243,13 +321,13 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
     // with the same randomness, so each is compared with one expected proof per partition).
     let closed_form = match &timing {
         None => None,
-        Some((closed_form, recorded)) => {
-            let every: Vec<&[Proof<Bls12_381>]> = all_runs
+        Some((closed_form, _)) => {
+            let every: Vec<&[Proof<Bls12_381>]> = ours
                 .iter()
-                .map(|(p, _)| p.as_slice())
+                .map(|r| r.proofs.as_slice())
                 .chain(variant_proofs.iter().map(Vec::as_slice))
                 .collect();
-            Some(check_closed_form(w, closed_form, recorded, &inputs, &every)?)
+            Some(check_closed_form(w, closed_form, &inputs, &every)?)
         }
     };
     Ok(Output {
@@ -269,15 +347,18 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
         synthesis_mode: engine.synthesis_mode(&key).name(),
         key: if w.timing_key { "timing" } else { "setup" },
         keygen_seconds,
-        seconds: wall,
-        seconds_per_partition: wall / partitions as f64,
-        seconds_per_proof: wall / proof_count.max(1) as f64,
+        seconds: wall.median,
+        wall: wall.into(),
+        seconds_per_partition: wall.median / partitions as f64,
+        seconds_per_proof: wall.median / proof_count.max(1) as f64,
+        gpu_seconds: gpu.map(Into::into),
         proofs_verified: if engine.config().verify_proofs { partitions } else { 0 },
-        stages: stages.clone(),
+        stages: shown.stages.clone(),
         pipeline,
         variants,
-        arkworks_seconds,
-        speedup_vs_arkworks: arkworks_seconds.map(|a| a / wall),
+        arkworks: ark,
+        end_to_end_vs_arkworks: end_to_end,
+        gpu_time_vs_arkworks: gpu_ratio,
         identical_to_arkworks: identical,
         equal_to_closed_form: closed_form,
     })

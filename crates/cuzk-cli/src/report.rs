@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use cuzk::sched::{Span, SpanKind};
-use cuzk::{PerStage, ProofReport, Stage};
+use cuzk::{PerStage, ProofReport, Stage, Summary};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 /// Seconds of some stages, written as a JSON object keyed by [`Stage::name`] in stage order.
@@ -109,6 +109,8 @@ impl Stages {
         }
         host[Stage::Msms] = of(SpanKind::Kernel(Stage::Msms))
             + Stage::MSMS.iter().map(|&m| of(SpanKind::Kernel(m))).sum::<f64>();
+        // The pipeline checks a proof in its finish step, after the device slot is free.
+        host[Stage::SelfCheck] = of(SpanKind::Finish);
         Self {
             synthesis: of(SpanKind::Synthesis),
             host: Seconds { values: host, stages: &Stage::ALL },
@@ -132,10 +134,53 @@ impl Stages {
     }
 }
 
+/// Repeated measurements in seconds: how many, and their minimum, median and maximum (one rule
+/// everywhere: [`cuzk::Summary`]).
+#[derive(serde::Serialize, Clone, Copy)]
+pub(crate) struct Times {
+    pub(crate) count: usize,
+    pub(crate) min: f64,
+    pub(crate) median: f64,
+    pub(crate) max: f64,
+}
+
+impl From<Summary> for Times {
+    fn from(s: Summary) -> Self {
+        Self { count: s.count, min: s.min, median: s.median, max: s.max }
+    }
+}
+
+impl std::fmt::Display for Times {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.count == 1 {
+            write!(f, "{:>10.3} s  (1 run)", self.median)
+        } else {
+            write!(
+                f,
+                "{:>10.3} s  (median of {}: {:.3} to {:.3})",
+                self.median, self.count, self.min, self.max
+            )
+        }
+    }
+}
+
+/// ark-groth16's side of a `bench`: its wall time, and its two phases (all partitions, per run).
+#[derive(serde::Serialize)]
+pub(crate) struct ArkFigures {
+    pub(crate) wall: Times,
+    /// Its synthesis (constraint system, inlined linear combinations).
+    pub(crate) synthesis: Option<Times>,
+    /// The rest of its prover: matrices, witness map, MSMs.
+    pub(crate) prove: Option<Times>,
+}
+
 /// What a pipelined run's timeline says.
 #[derive(serde::Serialize, Clone)]
 pub(crate) struct PipelineFigures {
-    /// Device-measured kernel time over the kernel window (CPU: prover-stage time).
+    /// Where the kernel spans come from: "device clock" (placed where the device ran them) or "host"
+    /// (the CPU backend's prover phases).
+    pub(crate) kernel_spans: &'static str,
+    /// Kernel time over the kernel window, from the kernel spans.
     pub(crate) kernel_utilization: f64,
     /// Time a kernel lock was held over the window: what a bracket around the locked region claims.
     pub(crate) lock_utilization: f64,
@@ -176,6 +221,7 @@ impl PipelineFigures {
         let kernel_s: f64 = spans.iter().filter(|s| s.kind.is_kernel()).map(|s| s.duration_us() / 1e6).sum();
         let per_partition = kernel_s / run.partitions.max(1) as f64;
         Self {
+            kernel_spans: if report.placed_on_device { "device clock" } else { "host" },
             kernel_utilization: report.kernel_utilization,
             lock_utilization: report.lock_utilization,
             steady_kernel_utilization: report.steady_kernel_utilization,
@@ -228,20 +274,29 @@ pub(crate) struct Output {
     /// "setup" (ark-groth16's key generation) or "timing" (see the timing-key module).
     pub(crate) key: &'static str,
     pub(crate) keygen_seconds: f64,
-    /// Wall time of proving all partitions (median over repetitions for `bench`).
+    /// Wall time of proving all partitions (the median over repetitions for `bench`).
     pub(crate) seconds: f64,
+    /// The same over every repetition.
+    pub(crate) wall: Times,
     pub(crate) seconds_per_partition: f64,
     pub(crate) seconds_per_proof: f64,
+    /// Device time of every partition's witness map and MSMs, summed, per repetition (not on the CPU).
+    pub(crate) gpu_seconds: Option<Times>,
     pub(crate) proofs_verified: usize,
-    /// Stage times of partition 0 (median run for `bench`).
+    /// Stage times of partition 0 (of the run nearest the median, for `bench`).
     pub(crate) stages: Stages,
-    /// With --pipeline: the last run's timeline figures.
+    /// With --pipeline: the timeline figures of the run nearest the median.
     #[serde(flatten)]
     pub(crate) pipeline: Option<PipelineFigures>,
     /// With --compare: the same partitions with other GPU-worker and lock settings.
     pub(crate) variants: Vec<Variant>,
-    pub(crate) arkworks_seconds: Option<f64>,
-    pub(crate) speedup_vs_arkworks: Option<f64>,
+    /// ark-groth16 on the same partitions, taking turns with cuzk's runs.
+    pub(crate) arkworks: Option<ArkFigures>,
+    /// ark-groth16's median wall time over cuzk's: end to end, synthesis included on both sides.
+    pub(crate) end_to_end_vs_arkworks: Option<f64>,
+    /// ark-groth16's median proving time after its synthesis (matrices, witness map, MSMs) over cuzk's
+    /// median device time of the witness map and MSMs: the GPU's work against the CPU's.
+    pub(crate) gpu_time_vs_arkworks: Option<f64>,
     pub(crate) identical_to_arkworks: Option<bool>,
     /// With a timing key: whether every proof equals the key's closed-form proof.
     pub(crate) equal_to_closed_form: Option<bool>,
@@ -284,18 +339,20 @@ pub(crate) fn print_table(o: &Output) {
             }
         }
     }
-    println!(
-        "  all partitions (wall)     {:>10.3} s  ({:.3} s per partition)",
-        o.seconds, o.seconds_per_partition
-    );
+    println!("  all partitions (wall)     {}", o.wall);
+    println!("    per partition           {:>10.3} s", o.seconds_per_partition);
+    if let Some(g) = &o.gpu_seconds {
+        println!("  GPU time (all partitions) {g}");
+    }
     if o.proofs > 1 {
         println!("  per proof ({} proofs)      {:>10.3} s", o.proofs, o.seconds_per_proof);
     }
     println!("  proofs verified           {:>10} / {}", o.proofs_verified, o.partitions);
     if let Some(p) = &o.pipeline {
         println!(
-            "  kernel utilisation        {:>9.1}% (device-measured; lock bracket {:.1}%)",
+            "  kernel utilisation        {:>9.1}% (kernel spans on the {} clock; lock bracket {:.1}%)",
             100.0 * p.kernel_utilization,
+            if p.kernel_spans == "host" { "host's" } else { "device's" },
             100.0 * p.lock_utilization
         );
         if let Some(u) = p.steady_kernel_utilization {
@@ -315,9 +372,25 @@ pub(crate) fn print_table(o: &Output) {
     if !o.variants.is_empty() {
         print_variants(o);
     }
-    if let (Some(a), Some(x)) = (o.arkworks_seconds, o.speedup_vs_arkworks) {
-        println!("  ark-groth16 (wall)        {a:>10.3} s");
-        println!("  speedup vs ark-groth16    {x:>10.2}x");
+    if let Some(a) = &o.arkworks {
+        println!("  ark-groth16 (wall)        {}", a.wall);
+        if let (Some(syn), Some(prove)) = (&a.synthesis, &a.prove) {
+            println!("    its synthesis           {:>10.3} s  (median)", syn.median);
+            println!(
+                "    its proving             {:>10.3} s  (median; matrices, witness map, MSMs)",
+                prove.median
+            );
+        }
+    }
+    if let Some(x) = o.end_to_end_vs_arkworks {
+        println!(
+            "  vs ark-groth16, end to end{x:>10.2}x  (median wall over median wall, synthesis on both sides)"
+        );
+    }
+    if let Some(x) = o.gpu_time_vs_arkworks {
+        println!(
+            "  vs ark-groth16, GPU time  {x:>10.2}x  (its proving after synthesis over cuzk's device time)"
+        );
     }
     if let Some(ok) = o.equal_to_closed_form {
         println!("  proofs equal to the timing key's closed form: {}", if ok { "yes" } else { "NO" });

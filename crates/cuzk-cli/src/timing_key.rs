@@ -12,16 +12,20 @@
 //! same key byte for byte. Because the points lie on lines, that proof also has a closed form that
 //! costs a CPU witness map and a few scalar multiplications instead of five MSMs: over a line
 //! `P_i = start + i·step`, `Σ k_i·P_i = (Σ k_i)·start + (Σ i·k_i)·step` (the sums over the points kept,
-//! not at infinity). [`TimingKey::expected_proof`] computes it, so benches check every proof they make
+//! not at infinity). [`ClosedForm::expected_proof`] computes it, so benches check every proof they make
 //! with a timing key, at sizes where running ark-groth16's prover takes minutes per partition.
+//!
+//! The closed form shares nothing with the engine's path: its witness is ark-groth16's own synthesis
+//! of the circuit and its `h` ark-groth16's own witness map (see the `ark` module), so a bug in the
+//! engine's synthesis, witness-only synthesis or witness map cannot hide in the check.
 
 use ark_bls12_381::{g1, g2, Bls12_381, Fr, G1Projective, G2Projective};
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::CurveGroup;
 use ark_groth16::{Proof, ProvingKey, VerifyingKey};
+use ark_relations::gr1cs::ConstraintSynthesizer;
 use ark_std::{rand::Rng, UniformRand, Zero};
-use cuzk::layers::groth16::{witness_map, CpuBackend};
-use cuzk::synth::{R1csShape, Synthesized};
+use cuzk::synth::R1csShape;
 use rayon::prelude::*;
 
 /// Points computed per task (each task starts with one scalar multiplication).
@@ -110,27 +114,39 @@ impl TimingKey {
 
     /// See [`ClosedForm::expected_proof`].
     #[cfg(test)]
-    fn expected_proof(&self, syn: &Synthesized, r: Fr, s: Fr) -> Result<Proof<Bls12_381>, String> {
-        self.closed_form.expected_proof(syn, r, s)
+    fn expected_proof<C: ConstraintSynthesizer<Fr>>(
+        &self,
+        circuit: C,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<Bls12_381>, String> {
+        self.closed_form.expected_proof(circuit, r, s)
     }
 }
 
 impl ClosedForm {
-    /// The proof ark-groth16 makes with the timing key for the synthesized partition `syn` and
-    /// blinding scalars `r`, `s`, from the closed form of its MSMs and a witness map on the CPU. Fails
-    /// when `syn` does not fit the key.
-    pub(crate) fn expected_proof(&self, syn: &Synthesized, r: Fr, s: Fr) -> Result<Proof<Bls12_381>, String> {
+    /// The proof ark-groth16 makes with the timing key for `circuit` and blinding scalars `r`, `s`:
+    /// ark-groth16's synthesis and witness map, then the closed form of its MSMs. Fails when the
+    /// circuit does not fit the key.
+    pub(crate) fn expected_proof<C: ConstraintSynthesizer<Fr>>(
+        &self,
+        circuit: C,
+        r: Fr,
+        s: Fr,
+    ) -> Result<Proof<Bls12_381>, String> {
         let pk = self;
-        let n = pk.h.present.len() + 1;
-        if syn.counts().domain_size() != n {
-            return Err(format!(
-                "a partition of domain {} for a key of domain {n}",
-                syn.counts().domain_size()
-            ));
+        let cs = crate::ark::synthesize(circuit).map_err(|e| format!("ark-groth16's synthesis: {e}"))?;
+        let z = &crate::ark::assignment(&cs).map_err(|e| e.to_string())?;
+        if z.len() != pk.a.present.len() {
+            return Err(format!("a circuit of {} variables for a key of {}", z.len(), pk.a.present.len()));
         }
-        let z = &syn.assignment;
-        let h = witness_map(&CpuBackend, syn).map_err(|e| e.to_string())?;
-        let h = h.0.get(..n - 1).ok_or("the witness map is shorter than the domain")?;
+        let h = crate::ark::witness_map(&cs).map_err(|e| format!("ark-groth16's witness map: {e}"))?;
+        drop(cs);
+        let n = pk.h.present.len() + 1;
+        if h.len() != n {
+            return Err(format!("a circuit of domain {} for a key of domain {n}", h.len()));
+        }
+        let h = &h[..n - 1];
         let witness = z.get(pk.vk.gamma_abc_g1.len()..).ok_or("fewer variables than instance variables")?;
         let delta = G1Projective::from(pk.delta_g1);
         // ark-groth16's assembly (create_proof_with_assignment), with each MSM in closed form.
@@ -221,28 +237,47 @@ mod tests {
         assert!(real.b_g1_query.iter().any(ark_ec::AffineRepr::is_zero));
     }
 
-    fn closed_form_matches<C: ConstraintSynthesizer<Fr> + Copy>(circuit: C, rng: &mut impl Rng) {
+    /// The closed form of `circuit`'s proof equals ark-groth16's proof with the timing key, for two
+    /// blinding pairs (one with `r = 0`); `other`, another witness of the same shape, gets another
+    /// proof, equal to ark-groth16's too.
+    fn closed_form_matches<C: ConstraintSynthesizer<Fr> + Copy>(circuit: C, other: C, rng: &mut impl Rng) {
         use ark_groth16::Groth16;
         let key = TimingKey::new(&R1csShape::record(circuit).unwrap(), rng);
-        let syn = cuzk::synth::synthesize(circuit, &Default::default()).unwrap();
         for (r, s) in [(Fr::rand(rng), Fr::rand(rng)), (Fr::zero(), Fr::rand(rng))] {
             let ark = Groth16::<Bls12_381>::create_proof_with_reduction(circuit, &key.pk, r, s).unwrap();
-            assert_eq!(key.expected_proof(&syn, r, s).unwrap(), ark);
+            assert_eq!(key.expected_proof(circuit, r, s).unwrap(), ark);
         }
-        // Another witness gives another proof.
         let (r, s) = (Fr::rand(rng), Fr::rand(rng));
-        let mut other = syn.clone();
-        if let Some(last) = other.assignment.last_mut() {
-            *last += Fr::from(1u64);
-        }
-        assert_ne!(key.expected_proof(&other, r, s).unwrap(), key.expected_proof(&syn, r, s).unwrap());
+        let theirs = key.expected_proof(other, r, s).unwrap();
+        assert_ne!(theirs, key.expected_proof(circuit, r, s).unwrap(), "another witness, another proof");
+        assert_eq!(theirs, Groth16::<Bls12_381>::create_proof_with_reduction(other, &key.pk, r, s).unwrap());
     }
 
     #[test]
     fn the_closed_form_proof_of_a_timing_key_equals_ark_groth16s() {
         let mut rng = cuzk_testkit::seeded_rng("timing_key_closed_form");
-        closed_form_matches(Synthetic::with_log_rows(8, 5).with_bit_share(500), &mut rng);
-        closed_form_matches(cuzk_circuits::PorepLike::for_log_constraints(10, 3, 1).unwrap(), &mut rng);
+        let synthetic = |seed| Synthetic::with_log_rows(8, seed).with_bit_share(500);
+        closed_form_matches(synthetic(5), synthetic(6), &mut rng);
+        let porep = |p| cuzk_circuits::PorepLike::for_log_constraints(10, 3, p).unwrap();
+        closed_form_matches(porep(1), porep(2), &mut rng);
+    }
+
+    #[test]
+    fn the_closed_form_equals_ark_groth16_at_2_pow_16_rows() {
+        // The largest size whose ark-groth16 proof the CPU suite affords (seconds on two cores).
+        use ark_groth16::Groth16;
+        let mut rng = cuzk_testkit::seeded_rng("timing_key_closed_form_2_16");
+        for circuit in [
+            crate::workload::Partition::Synthetic(Synthetic::with_log_rows(16, 9).with_bit_share(250)),
+            crate::workload::Partition::Porep(
+                cuzk_circuits::PorepLike::for_log_constraints(16, 4, 0).unwrap(),
+            ),
+        ] {
+            let key = TimingKey::new(&R1csShape::record(circuit).unwrap(), &mut rng);
+            let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+            let ark = Groth16::<Bls12_381>::create_proof_with_reduction(circuit, &key.pk, r, s).unwrap();
+            assert_eq!(key.expected_proof(circuit, r, s).unwrap(), ark);
+        }
     }
 
     #[test]

@@ -460,6 +460,8 @@ struct StageTimer {
     timer: crate::Timer,
     stream: Arc<cudarc::driver::CudaStream>,
     probe: Probe,
+    /// The clock anchor the stretch is placed in time by, taken before it started.
+    anchor: Arc<crate::clock::ClockAnchor>,
 }
 
 impl DeviceTimer for StageTimer {
@@ -475,6 +477,10 @@ impl DeviceTimer for StageTimer {
         let ms = self.timer.elapsed_ms().map_err(device("device_timer"))?;
         Ok(std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
     }
+
+    fn placed(&self) -> Result<Option<(std::time::Instant, std::time::Instant)>, BackendError> {
+        self.timer.placed(&self.anchor).map(Some).map_err(device("device_timer"))
+    }
 }
 
 impl CudaBackend {
@@ -485,9 +491,10 @@ impl CudaBackend {
         probe: Probe,
         op: &'static str,
     ) -> Result<Option<Box<dyn DeviceTimer>>, BackendError> {
+        let anchor = self.gpu.clock().anchor().map_err(device(op))?;
         let timer = self.gpu.timer().map_err(device(op))?;
         timer.start(stream).map_err(device(op))?;
-        Ok(Some(Box::new(StageTimer { timer, stream: stream.clone(), probe })))
+        Ok(Some(Box::new(StageTimer { timer, stream: stream.clone(), probe, anchor })))
     }
 }
 

@@ -9,6 +9,7 @@ use cudarc::driver::{
     sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice, ValidAsZeroBits,
 };
 
+use crate::clock::{ClockAnchor, DeviceClock};
 #[cfg(feature = "bench-kernels")]
 use crate::modules::FieldKernels;
 use crate::modules::{MsmKernels, NttKernels};
@@ -51,6 +52,8 @@ pub struct Gpu {
     results: Mutex<Vec<PinnedHostSlice<u8>>>,
     /// The MSMs' working buffers, kept between calls.
     scratch: Arc<Scratch>,
+    /// The device's event clock calibrated against the host's.
+    clock: DeviceClock,
 }
 
 /// Pinned result buffers kept per device: two per MSM for the five MSMs of a proof, for two proofs in
@@ -151,6 +154,7 @@ impl Gpu {
         let dummy = compute.alloc_zeros::<GpuFr>(1).during("allocating")?;
         let dummy_u32 = compute.alloc_zeros::<u32>(1).during("allocating")?;
         compute.synchronize().during("initialising buffers")?;
+        let clock = DeviceClock::new(&ctx)?;
         Ok(Self {
             info: info(&ctx)?,
             ctx,
@@ -165,6 +169,7 @@ impl Gpu {
             dummy_u32,
             results: Mutex::new(Vec::new()),
             scratch: Arc::new(Scratch::default()),
+            clock,
         })
     }
 
@@ -212,6 +217,11 @@ impl Gpu {
             None => self.pinned::<u8>(bytes, true)?,
         };
         Ok(ResultBuffer { gpu: self, buf: Some(buf) })
+    }
+
+    /// The device's event clock calibrated against the host's (see [`crate::clock`]).
+    pub fn clock(&self) -> &DeviceClock {
+        &self.clock
     }
 
     /// The MSMs' working buffers on this device.
@@ -341,5 +351,15 @@ impl Timer {
     pub fn elapsed_ms(&self) -> Result<f32, CudaError> {
         self.stop.synchronize().during("waiting for an event")?;
         self.start.elapsed_ms(&self.stop).during("reading an event time")
+    }
+
+    /// Waits for the stop event and returns when the device reached the start and the stop, on the
+    /// host's clock, through `anchor` (taken before the start was recorded).
+    pub fn placed(
+        &self,
+        anchor: &ClockAnchor,
+    ) -> Result<(std::time::Instant, std::time::Instant), CudaError> {
+        self.stop.synchronize().during("waiting for an event")?;
+        Ok((anchor.to_host(&self.start)?, anchor.to_host(&self.stop)?))
     }
 }

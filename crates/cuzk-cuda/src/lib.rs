@@ -2,6 +2,7 @@
 
 pub mod arena;
 mod backend;
+pub mod clock;
 mod gpu;
 pub mod kernels;
 mod modules;

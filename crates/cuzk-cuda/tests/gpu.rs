@@ -623,3 +623,49 @@ fn reserved_slots_and_msm_workspace_serve_every_proof_and_oversized_partitions_a
     assert!(err.to_string().contains("needs") && err.to_string().contains("device memory"), "{err}");
     assert_eq!(gpu.arena().owned(), owned);
 }
+
+#[test]
+fn stage_spans_are_placed_by_the_device_clock_inside_the_proofs_wall_time_and_a_late_start_is_a_gap() {
+    use cuzk_groth16::{prove_staged, stage, Stage};
+    use std::time::{Duration, Instant};
+    let gpu = backend();
+    let mut rng = seeded_rng("placed_spans");
+    let circuit = Synthetic::with_log_rows(16, rng.gen()).with_bit_share(400);
+    let pk = keygen(circuit, &mut rng);
+    let key = PreparedKey::new(&gpu, pk).unwrap();
+    let syn =
+        synthesize(Synthetic::with_log_rows(16, rng.gen()).with_bit_share(400), &SynthesisOptions::default())
+            .unwrap();
+    let options = ProveOptions::default();
+    // Warm up (module loads, first allocations), then one partition whose kernels start 100 ms after
+    // its upload: the device is idle in between and the spans must say so.
+    let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+    prove(&gpu, &key, &syn, r, s, &options).unwrap();
+    let delay = Duration::from_millis(100);
+    let before = Instant::now();
+    let staged = stage(&gpu, &key, &syn).unwrap();
+    std::thread::sleep(delay);
+    let (_, times) = prove_staged(&gpu, &key, &syn, staged, r, s, &options).unwrap();
+    let after = Instant::now();
+    assert!(times.spans_on_device, "the CUDA backend places its stages by the device clock");
+    let device = times.device.as_ref().expect("device times");
+    // Event timestamps have about half a microsecond of resolution; the anchor's error is bounded by
+    // half its calibration interval. Allow a millisecond either way.
+    let slack = Duration::from_millis(1);
+    for &(stage, from, to) in &times.spans {
+        assert!(from <= to, "{stage}: starts after it ends");
+        assert!(from + slack >= before && to <= after + slack, "{stage}: outside the proof's wall time");
+        let placed = (to - from).as_secs_f64();
+        let measured = device[stage].as_secs_f64();
+        assert!((placed - measured).abs() < 1e-3, "{stage}: placed {placed} s, measured {measured} s");
+    }
+    let span = |stage| times.spans.iter().find(|s| s.0 == stage).unwrap_or_else(|| panic!("no {stage} span"));
+    let (upload, map) = (span(Stage::Upload), span(Stage::WitnessMap));
+    let idle = map.1.saturating_duration_since(upload.2);
+    assert!(
+        idle >= delay - slack,
+        "the device idled {delay:?} between the upload and the witness map, placed {idle:?}"
+    );
+    // The MSM over H needs the witness map's output, on the same stream.
+    assert!(span(Stage::MsmH).1 + slack >= map.2, "msm_h placed before the witness map it needs ended");
+}

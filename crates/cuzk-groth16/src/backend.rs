@@ -137,6 +137,13 @@ pub trait DeviceTimer: Send + std::any::Any {
     fn steps(&self) -> Result<Vec<(&'static str, std::time::Duration)>, BackendError> {
         Ok(Vec::new())
     }
+
+    /// When the stretch began and ended on the device, as instants of the host's monotonic clock (the
+    /// device's event clock calibrated against it), for backends that can place their work in time
+    /// (waits like [`DeviceTimer::elapsed`]). `None`: only the duration is known.
+    fn placed(&self) -> Result<Option<(std::time::Instant, std::time::Instant)>, BackendError> {
+        Ok(None)
+    }
 }
 
 /// The device timer a timed operation runs under, if any.

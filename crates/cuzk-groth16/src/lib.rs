@@ -7,6 +7,7 @@ mod cpu_msm;
 mod key;
 mod prover;
 mod stages;
+mod summary;
 
 pub use backend::{
     Backend, BackendError, Bases, Deferred, DeviceBackend, DeviceTimer, MsmScalars, NttKind, PolyBackend,
@@ -20,6 +21,7 @@ pub use prover::{
     ProveOptions, Staged,
 };
 pub use stages::{PerStage, Stage, StageTimes, UnknownStage};
+pub use summary::{quantile, Summary};
 
 /// Why a proof could not be produced.
 #[derive(Debug, thiserror::Error)]

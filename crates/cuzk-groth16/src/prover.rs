@@ -39,6 +39,13 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     (v, t.elapsed())
 }
 
+/// `f`'s result and when it ran on the host.
+fn spanned<T>(f: impl FnOnce() -> T) -> (T, Instant, Instant) {
+    let t = Instant::now();
+    let v = f();
+    (v, t, Instant::now())
+}
+
 /// A stage's device timer, started before and stopped after `f`.
 type Timer = Option<Box<dyn DeviceTimer>>;
 
@@ -147,7 +154,8 @@ pub struct Staged<B: DeviceBackend> {
     abc: [B::Poly; 3],
     z: Option<B::Poly>,
     n: usize,
-    upload: Duration,
+    /// When staging began and ended on the host.
+    upload: (Instant, Instant),
     /// The uploads on the device's clock, when the backend times them.
     upload_timer: Timer,
 }
@@ -176,7 +184,7 @@ pub fn stage<B: DeviceBackend>(
     if let Some(t) = upload_timer.as_mut() {
         t.stop()?;
     }
-    Ok(Staged { abc, z, n, upload: start.elapsed(), upload_timer })
+    Ok(Staged { abc, z, n, upload: (start, Instant::now()), upload_timer })
 }
 
 /// Proves one synthesized partition with blinding scalars `r` and `s`: [`stage`], then
@@ -231,7 +239,9 @@ pub fn prove_staged_queued<B: DeviceBackend>(
 ) -> Result<(Proof<Bls12_381>, StageTimes), ProveError> {
     let start = Instant::now();
     let mut times = StageTimes::default();
-    times.host[Stage::Upload] = staged.upload;
+    let (upload_start, upload_end) = staged.upload;
+    times.host[Stage::Upload] = upload_end - upload_start;
+    let mut host_spans = vec![(Stage::Upload, upload_start, upload_end)];
     key.check_fits(&syn.counts())?;
     if staged.n != syn.counts().domain_size() {
         return Err(ProveError::Backend(BackendError::LengthMismatch {
@@ -246,9 +256,12 @@ pub fn prove_staged_queued<B: DeviceBackend>(
     backend.await_uploads(&landed)?;
     drop(landed);
     let z_inv = z_inv(n)?;
+    let wm_start = Instant::now();
     let (mapped, t, wm_timer) =
         device_timed(backend, |timer| backend.witness_map_timed(&mut a, &mut b, &mut c, z_inv, timer))?;
     mapped?;
+    let msm_start = Instant::now();
+    host_spans.push((Stage::WitnessMap, wm_start, msm_start));
     drop((b, c));
     let h = a;
     times.host[Stage::WitnessMap] = t;
@@ -300,6 +313,7 @@ pub fn prove_staged_queued<B: DeviceBackend>(
     queued();
     let (h_acc, l_acc, a_acc, b1_acc, b2_acc) =
         (finish(h_acc)?, finish(l_acc)?, finish(a_acc)?, finish(b1_acc)?, finish(b2_acc)?);
+    host_spans.push((Stage::Msms, msm_start, Instant::now()));
     drop(h);
     drop(z_copy);
     let timers = [
@@ -320,12 +334,19 @@ pub fn prove_staged_queued<B: DeviceBackend>(
     ] {
         times.host[stage] = host;
     }
+    let (mut placed, mut unplaced) = (Vec::new(), false);
     if wm_timer.is_some() {
         let mut device = PerStage::default();
         for (stage, timer) in timers {
             device[stage] = device_elapsed(timer)?;
-            if let (Some(t), true) = (timer, stage != Stage::Upload) {
-                times.steps.extend(t.steps()?.into_iter().map(|(step, d)| (stage, step, d)));
+            if let Some(t) = timer {
+                if stage != Stage::Upload {
+                    times.steps.extend(t.steps()?.into_iter().map(|(step, d)| (stage, step, d)));
+                }
+                match t.placed()? {
+                    Some((from, to)) => placed.push((stage, from, to)),
+                    None => unplaced = true,
+                }
             }
         }
         times.device = Some(device);
@@ -333,14 +354,20 @@ pub fn prove_staged_queued<B: DeviceBackend>(
     let (h_acc, l_acc, a_acc, b1_acc, b2_acc) = (h_acc.0?, l_acc.0?, a_acc.0?, b1_acc.0?, b2_acc.0?);
 
     let acc = Accumulators { a: a_acc, b_g1: b1_acc, b_g2: b2_acc, l: l_acc, h: h_acc };
-    let (proof, t) = timed(|| assemble(key, r, s, acc));
-    times.host[Stage::Assembly] = t;
+    let (proof, from, to) = spanned(|| assemble(key, r, s, acc));
+    times.host[Stage::Assembly] = to - from;
+    host_spans.push((Stage::Assembly, from, to));
 
     if options.verify {
-        let (ok, t) = timed(|| verify(key, &proof, syn.public_inputs()));
-        times.host[Stage::SelfCheck] = t;
+        let (ok, from, to) = spanned(|| verify(key, &proof, syn.public_inputs()));
+        times.host[Stage::SelfCheck] = to - from;
+        host_spans.push((Stage::SelfCheck, from, to));
         ok?;
     }
+    // The device's own placement when the backend gives it for every timed stage, else the host's.
+    placed.sort_by_key(|&(_, from, _)| from);
+    times.spans_on_device = !placed.is_empty() && !unplaced;
+    times.spans = if times.spans_on_device { placed } else { host_spans };
     let total = start.elapsed() + times.host[Stage::Upload];
     finish_times(&mut times, total);
     Ok((proof, times))

@@ -1,8 +1,8 @@
-//! The stages of a proof, named once: [`Stage`] is the list the prover times, a pipeline lays on its
+//! The stages of a proof, named once: [`Stage`] is the list the prover times, a pipeline puts on its
 //! timeline and reports print; [`StageTimes`] holds one proof's times per stage, on the host's clock
 //! and, from backends that time their device work, on the device's.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A stage of one partition's proof, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -169,6 +169,14 @@ pub struct StageTimes {
     /// The kinds of work inside the device stages, as `(stage, step, device time)`: for example
     /// `(WitnessMap, "ntt passes", ..)` or `(MsmH, "bucket sums", ..)`.
     pub steps: Vec<(Stage, &'static str, Duration)>,
+    /// When the stages ran, as `(stage, start, end)` on the host's monotonic clock. From a backend that
+    /// places its device work in time ([`crate::DeviceTimer::placed`]): the upload (on the copy stream)
+    /// and each [`Stage::DEVICE`] stage as the device ran it, so idle device time between stages or
+    /// partitions is a gap. Otherwise the host's own spans: the upload, the witness map, the MSM phase,
+    /// the assembly and (when it runs) the self-check.
+    pub spans: Vec<(Stage, Instant, Instant)>,
+    /// Whether [`StageTimes::spans`] are the device's own (placed by its clock) rather than the host's.
+    pub spans_on_device: bool,
     /// Everything, end to end.
     pub total: Duration,
 }

@@ -97,7 +97,8 @@ pub trait Stages: Send + Sync + 'static {
         at: Placement,
         data: Self::Synthesized,
     ) -> Result<Self::Staged, StageError>;
-    /// Runs the kernels (the kernel lock is held). Report each stage's device-measured time to `kernels`.
+    /// Runs the kernels (the kernel lock is held). Report when each stage's kernels ran to `kernels`
+    /// (and, where the device measures them, when the partition's copies landed).
     /// A device that queues its work can call [`KernelLog::kernels_queued`] once every kernel is queued:
     /// the lock is released then, so the next partition queues its kernels behind these while this
     /// call waits for its results.
@@ -121,12 +122,16 @@ pub struct PartitionRef {
     pub index: usize,
 }
 
-/// Kernel durations measured on the device, reported by [`Stages::kernels`], and the kernel lock the
-/// step runs under.
+/// When a partition's work ran, reported by [`Stages::kernels`] (on the device's clock for a GPU,
+/// calibrated to the host's monotonic clock; on the host's for a backend that computes on the host),
+/// and the kernel lock the step runs under.
 #[derive(Default)]
 pub struct KernelLog<'a> {
-    /// `(stage, device-measured seconds)` in launch order.
-    pub kernels: Vec<(Stage, f64)>,
+    /// `(stage, start, end)` of the stages' kernels, in launch order.
+    pub kernels: Vec<(Stage, std::time::Instant, std::time::Instant)>,
+    /// `(start, end)` of the partition's copies to the device, on the device's clock, where the backend
+    /// measures them (the copy stream's view, which may end after the host's upload step did).
+    pub copies: Vec<(std::time::Instant, std::time::Instant)>,
     /// Releases the kernel lock (the scheduler's; none in tests that call stages directly).
     release: Option<Box<dyn FnOnce() + 'a>>,
     /// When [`KernelLog::kernels_queued`] released the lock.
@@ -137,6 +142,7 @@ impl std::fmt::Debug for KernelLog<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KernelLog")
             .field("kernels", &self.kernels)
+            .field("copies", &self.copies)
             .field("holds_lock", &self.release.is_some())
             .finish()
     }
@@ -145,12 +151,17 @@ impl std::fmt::Debug for KernelLog<'_> {
 impl<'a> KernelLog<'a> {
     /// A log for a step that holds a lock, which `release` releases.
     pub(crate) fn holding(release: impl FnOnce() + 'a) -> Self {
-        Self { kernels: Vec::new(), release: Some(Box::new(release)), released_at: None }
+        Self { kernels: Vec::new(), copies: Vec::new(), release: Some(Box::new(release)), released_at: None }
     }
 
-    /// Records one stage's device-measured duration.
-    pub fn record(&mut self, stage: Stage, seconds: f64) {
-        self.kernels.push((stage, seconds));
+    /// Records when one stage's kernels ran.
+    pub fn record(&mut self, stage: Stage, start: std::time::Instant, end: std::time::Instant) {
+        self.kernels.push((stage, start, end));
+    }
+
+    /// Records when the partition's copies to the device ran, on the device's clock.
+    pub fn record_copy(&mut self, start: std::time::Instant, end: std::time::Instant) {
+        self.copies.push((start, end));
     }
 
     /// Every kernel of the partition is queued on the device: releases the kernel lock now (once;

@@ -13,10 +13,11 @@
 //! releases the lock, so its host epilogue overlaps the next partition's kernels. `merge_locks`
 //! collapses both into one lock held to the end of the step, for comparison.
 //!
-//! Every step is a [`crate::Span`] on one clock. Kernel spans carry the durations the stages report
-//! (device events, for a GPU), laid end to end on the device's kernel lane in kernel-lock order, each
-//! partition's from when it took the lock or from the end of the previous partition's kernels,
-//! whichever is later. A [`JobHandle`] can be waited on from a thread or `.await`ed in any runtime.
+//! Every step is a [`crate::Span`] on one clock. Kernel spans are placed where the stage says its
+//! kernels ran (for a GPU, the device's event clock calibrated against the host's), on the device's
+//! kernel lane, and the device's copies on its copy lane: time the device spent idle between
+//! partitions is a gap on the lane, whatever the locks did. A [`JobHandle`] can be waited on from a
+//! thread or `.await`ed in any runtime.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap};
@@ -27,7 +28,7 @@ use std::time::{Duration, Instant};
 use crate::oneshot::{self, Receiver, Recv, Sender};
 use crate::{
     Budget, BudgetError, Config, KernelLog, Lane, PartitionRef, Placement, Priority, Reservation, SpanKind,
-    Stage, StageError, Stages, Timeline,
+    StageError, Stages, Timeline,
 };
 
 /// A job's identity, chosen by the caller.
@@ -176,21 +177,6 @@ struct Device {
     /// The kernel lock: held while a partition's kernels are queued (and run, unless the stage
     /// releases it once they are queued).
     kernel: Mutex<()>,
-    /// The device's kernel lane on the timeline, laid out in kernel-lock order.
-    lane: Mutex<LaneState>,
-    lane_laid: Condvar,
-}
-
-/// Where a device's kernel lane stands. The device runs partitions' kernels in the order their
-/// workers took the kernel lock; a worker takes a ticket then, and lays its kernels on the lane after
-/// the previous ticket's, starting no earlier than their end.
-#[derive(Default)]
-struct LaneState {
-    next_ticket: u64,
-    /// Tickets laid so far (the next to lay is this one).
-    laid: u64,
-    /// End of the last kernel laid, microseconds on the timeline.
-    end_us: f64,
 }
 
 struct Inner<S: Stages> {
@@ -391,44 +377,27 @@ impl<S: Stages> Inner<S> {
         }
     }
 
-    /// Lays a partition's device-measured kernel times end to end on its device's kernel lane, from
-    /// when it took the kernel lock or, when the device was still running the previous partition's
-    /// kernels then, from their end (waits until the previous ticket is laid).
-    fn lay_kernels(
-        &self,
-        dev: &Device,
-        ticket: u64,
-        part: PartitionRef,
-        kernel_lane: Lane,
-        held: Instant,
-        kernels: &[(Stage, f64)],
-    ) {
-        let mut l = lock(&dev.lane);
-        while l.laid != ticket {
-            l = dev.lane_laid.wait(l).unwrap_or_else(|p| p.into_inner());
+    /// Puts a partition's kernel spans on its device's kernel lane and its copies on the copy lane,
+    /// where the stage said they ran.
+    fn place(&self, device: usize, part: PartitionRef, log: &KernelLog<'_>) {
+        let span = |kind, lane, start, end| crate::Span {
+            job: part.job.0,
+            partition: part.index,
+            kind,
+            lane,
+            start_us: self.timeline.at(start),
+            end_us: self.timeline.at(end),
+        };
+        for &(stage, start, end) in &log.kernels {
+            self.timeline.push(span(SpanKind::Kernel(stage), Lane::Kernels { device }, start, end));
         }
-        let mut start = self.timeline.at(held).max(l.end_us);
-        for (name, secs) in kernels {
-            let end = start + secs * 1e6;
-            self.timeline.push(crate::Span {
-                job: part.job.0,
-                partition: part.index,
-                kind: SpanKind::Kernel(*name),
-                lane: kernel_lane,
-                start_us: start,
-                end_us: end,
-            });
-            start = end;
+        for &(start, end) in &log.copies {
+            self.timeline.push(span(SpanKind::Copy, Lane::Copies { device }, start, end));
         }
-        l.end_us = l.end_us.max(start);
-        l.laid += 1;
-        drop(l);
-        dev.lane_laid.notify_all();
     }
 
     fn gpu_worker(self: &Arc<Self>, device: usize, id: usize) {
         let lane = Lane::GpuWorker { device, worker: id };
-        let kernel_lane = Lane::Kernels { device };
         let Some(dev) = self.devices.get(device) else { return };
         loop {
             let Some(work) = self.next_work(&self.gpu_ready, Priority::Low, |q| (&mut q.jobs, &mut q.gpu))
@@ -472,12 +441,6 @@ impl<S: Stages> Inner<S> {
                 let kernel_guard = if merged.is_some() { None } else { Some(lock(&dev.kernel)) };
                 self.timeline.span(job.0, index, SpanKind::KernelLockWait, lane, t);
                 let held = Instant::now();
-                // Taken under the kernel lock: the device runs the partitions' kernels in this order.
-                let ticket = {
-                    let mut l = lock(&dev.lane);
-                    l.next_ticket += 1;
-                    l.next_ticket - 1
-                };
                 // The stage may release the kernel lock once its kernels are queued (not with merged
                 // locks, where one lock covers the upload too); otherwise it is released on return.
                 let mut log = match kernel_guard {
@@ -486,7 +449,7 @@ impl<S: Stages> Inner<S> {
                 };
                 let result = guarded("kernels", || self.stages.kernels(part, at, staged, &mut log));
                 let released = log.released_at().unwrap_or_else(Instant::now);
-                let kernels = std::mem::take(&mut log.kernels);
+                self.place(device, part, &log);
                 drop(log);
                 self.timeline.push(crate::Span {
                     job: job.0,
@@ -496,7 +459,6 @@ impl<S: Stages> Inner<S> {
                     start_us: self.timeline.at(held),
                     end_us: self.timeline.at(released),
                 });
-                self.lay_kernels(dev, ticket, part, kernel_lane, held, &kernels);
                 result
             });
             drop(merged);
@@ -597,8 +559,6 @@ impl<S: Stages> Scheduler<S> {
                 slots: Mutex::new(vec![true; config.slots_per_device.max(1)]),
                 slot_freed: Condvar::new(),
                 kernel: Mutex::new(()),
-                lane: Mutex::new(LaneState::default()),
-                lane_laid: Condvar::new(),
             })
             .collect();
         let inner = Arc::new(Inner {

@@ -11,7 +11,7 @@ use crate::{Lane, Span, SpanKind};
 fn colour(kind: SpanKind) -> &'static str {
     match kind {
         SpanKind::Synthesis => "#4e79a7",
-        SpanKind::Upload => "#f28e2b",
+        SpanKind::Upload | SpanKind::Copy => "#f28e2b",
         SpanKind::Finish => "#b07aa1",
         k if k.is_wait() => "#d9d9d9",
         SpanKind::MemoryLock => "#f6c28b",
@@ -35,7 +35,8 @@ fn lanes(spans: &[Span]) -> Vec<Lane> {
         Lane::Synth(n) => (0, 0, n, 0),
         Lane::PrioritySynth(n) => (0, 1, n, 0),
         Lane::GpuWorker { device, worker } => (1, device, 0, worker),
-        Lane::Kernels { device } => (1, device, 1, 0),
+        Lane::Copies { device } => (1, device, 1, 0),
+        Lane::Kernels { device } => (1, device, 2, 0),
         Lane::Queue => (2, 0, 0, 0),
     };
     lanes.sort_by_key(key);

@@ -7,7 +7,7 @@ use std::time::Instant;
 use cuzk_groth16::Stage;
 use serde_json::json;
 
-/// What a span records: the steps of a partition, as the scheduler lays them on its timeline.
+/// What a span records: the steps of a partition, as the scheduler records them on its timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SpanKind {
     /// Waiting in the synthesis queue.
@@ -28,15 +28,17 @@ pub enum SpanKind {
     KernelLockWait,
     /// The kernel lock held (queuing the kernels, or running them with merged locks).
     KernelLock,
-    /// A stage's kernels on the device's kernel lane, with their device-measured duration.
+    /// A stage's kernels on the device's kernel lane, where and as long as the device ran them.
     Kernel(Stage),
+    /// A partition's copies to the device, on the device's copy lane, as the device ran them.
+    Copy,
     /// Host work after the kernels (collecting results, the self-check).
     Finish,
 }
 
 impl SpanKind {
     /// Every kind but the kernel spans, in the order a partition meets them.
-    pub const STEPS: [SpanKind; 10] = [
+    pub const STEPS: [SpanKind; 11] = [
         SpanKind::Queued,
         SpanKind::BudgetWait,
         SpanKind::Synthesis,
@@ -44,6 +46,7 @@ impl SpanKind {
         SpanKind::MemoryLockWait,
         SpanKind::MemoryLock,
         SpanKind::Upload,
+        SpanKind::Copy,
         SpanKind::KernelLockWait,
         SpanKind::KernelLock,
         SpanKind::Finish,
@@ -61,6 +64,7 @@ impl SpanKind {
             SpanKind::Upload => "upload",
             SpanKind::KernelLockWait => "kernel_lock_wait",
             SpanKind::KernelLock => "kernel_lock",
+            SpanKind::Copy => "copy",
             SpanKind::Finish => "finish",
             SpanKind::Kernel(_) => "kernel",
         }
@@ -83,8 +87,8 @@ impl SpanKind {
 }
 
 /// Names as the JSON lines carry them: `queued`, `budget_wait`, `synthesis`, `gpu_queue`,
-/// `memory_lock_wait`, `memory_lock`, `upload`, `kernel_lock_wait`, `kernel_lock`, `kernel:<stage>`
-/// (see [`Stage::name`]), `finish`.
+/// `memory_lock_wait`, `memory_lock`, `upload`, `copy`, `kernel_lock_wait`, `kernel_lock`,
+/// `kernel:<stage>` (see [`Stage::name`]), `finish`.
 impl std::fmt::Display for SpanKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -128,19 +132,27 @@ pub enum Lane {
         /// The device.
         device: usize,
     },
+    /// The copies to device `device`.
+    Copies {
+        /// The device.
+        device: usize,
+    },
 }
 
 impl Lane {
     /// The device of a GPU worker's or a kernel lane, `None` for the others.
     pub fn device(self) -> Option<usize> {
         match self {
-            Lane::GpuWorker { device, .. } | Lane::Kernels { device } => Some(device),
+            Lane::GpuWorker { device, .. } | Lane::Kernels { device } | Lane::Copies { device } => {
+                Some(device)
+            }
             _ => None,
         }
     }
 }
 
-/// Names as the JSON lines carry them: `queue`, `synth-3`, `synth-p0`, `gpu0-w1`, `gpu0-kernels`.
+/// Names as the JSON lines carry them: `queue`, `synth-3`, `synth-p0`, `gpu0-w1`, `gpu0-kernels`,
+/// `gpu0-copies`.
 impl std::fmt::Display for Lane {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -149,6 +161,7 @@ impl std::fmt::Display for Lane {
             Lane::PrioritySynth(n) => write!(f, "synth-p{n}"),
             Lane::GpuWorker { device, worker } => write!(f, "gpu{device}-w{worker}"),
             Lane::Kernels { device } => write!(f, "gpu{device}-kernels"),
+            Lane::Copies { device } => write!(f, "gpu{device}-copies"),
         }
     }
 }
@@ -171,6 +184,7 @@ impl std::str::FromStr for Lane {
         let device = number(device)?;
         match what {
             "kernels" => Ok(Lane::Kernels { device }),
+            "copies" => Ok(Lane::Copies { device }),
             w => w
                 .strip_prefix('w')
                 .ok_or_else(bad)

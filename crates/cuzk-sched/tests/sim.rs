@@ -140,15 +140,49 @@ fn upload_of_the_next_partition_overlaps_the_kernels_of_the_previous() {
 }
 
 #[test]
-fn kernel_time_is_device_measured_and_laid_out_on_its_own_lane() {
-    let s = Scheduler::new(stages(1, 1, 30), config(2, 2));
-    s.submit(JobId(9), Priority::Normal, None, vec![0; 2]).unwrap().wait().unwrap();
+fn kernel_spans_are_where_the_device_ran_them_on_its_own_lane() {
+    let st = stages(1, 1, 30);
+    let device = st.device.clone();
+    let s = Scheduler::new(st, config(2, 2));
+    s.submit(JobId(9), Priority::Normal, None, vec![0; 3]).unwrap().wait().unwrap();
     let spans = s.timeline().spans();
     let kernels: Vec<_> = spans.iter().filter(|s| s.kind.is_kernel()).collect();
-    assert_eq!(kernels.len(), 4);
+    assert_eq!(kernels.len(), 6);
     assert!(kernels.iter().all(|k| k.lane == Lane::Kernels { device: 0 }));
-    let total: f64 = kernels.iter().map(|k| k.duration_us()).sum();
-    assert!((total - 60_000.0).abs() < 1.0, "kernel spans carry the reported durations: {total}");
+    // Against the device's own record: each partition's kernels span exactly what it ran.
+    let truth = device.truth();
+    assert_eq!(truth.len(), 3);
+    for ran in truth {
+        let ours: Vec<_> = kernels.iter().filter(|k| k.partition == ran.part.index).collect();
+        let first = ours.iter().map(|k| k.start_us).fold(f64::INFINITY, f64::min);
+        let last = ours.iter().map(|k| k.end_us).fold(0.0, f64::max);
+        let (start, end) = (s.timeline().at(ran.start), s.timeline().at(ran.end));
+        assert!((first - start).abs() < 1.0 && (last - end).abs() < 1.0, "{ran:?}: {first}..{last}");
+    }
+}
+
+#[test]
+fn a_copy_that_lands_late_leaves_the_device_idle_and_the_report_says_why() {
+    use cuzk_sched::report::{GapCause, TimelineReport};
+    // Four partitions, 20 ms of kernels each; partition 2's copy lands 80 ms after its upload step.
+    let mut st = stages(1, 1, 20);
+    st.copy_delays.insert((JobId(1), 2), 80 * MS);
+    st.release_when_queued = true;
+    let device = st.device.clone();
+    let s = Scheduler::new(st, config(4, 2));
+    s.submit(JobId(1), Priority::Normal, None, vec![0; 4]).unwrap().wait().unwrap();
+    let spans = s.timeline().spans();
+    let r = TimelineReport::from_spans(&spans);
+    // Ground truth: the device's busy time over its first-to-last window.
+    let truth = device.truth();
+    let (w0, w1) = (truth.iter().map(|t| t.start).min().unwrap(), truth.iter().map(|t| t.end).max().unwrap());
+    let busy: f64 = truth.iter().map(|t| (t.end - t.start).as_secs_f64()).sum();
+    let true_use = busy / (w1 - w0).as_secs_f64();
+    assert!((r.kernel_utilization - true_use).abs() < 0.01, "{} vs {true_use}", r.render());
+    assert!(true_use < 0.8, "the late copy left the device idle: {true_use}");
+    let upload = r.gaps.get(&GapCause::Upload).copied().unwrap_or(0.0);
+    assert!(upload > 0.05, "the idle time waits on the copy: {}", r.render());
+    assert!(spans.iter().any(|s| s.kind == SpanKind::Copy && s.lane == Lane::Copies { device: 0 }));
 }
 
 #[test]

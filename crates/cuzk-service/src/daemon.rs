@@ -24,7 +24,7 @@ use tracing::Instrument;
 
 use crate::config::ServiceConfig;
 use crate::error::ServiceError;
-use crate::metrics::{gauge_value, KeyLabel, Metrics};
+use crate::metrics::{gauge_value, DegradationLabel, KeyLabel, Metrics};
 use crate::registry::{BoxedCircuit, KindKey, Registry};
 
 /// A resident key and its pipeline.
@@ -134,6 +134,8 @@ pub struct KeyView {
     pub live_jobs: usize,
     /// Host bytes the key holds in the budget.
     pub host_bytes: u64,
+    /// What the key's pipeline does less well than configured.
+    pub degradations: Vec<cuzk::Degradation>,
 }
 
 /// The daemon.
@@ -229,6 +231,11 @@ impl Daemon {
     /// The engine's backend name.
     pub fn backend(&self) -> &'static str {
         self.engine.backend_name()
+    }
+
+    /// Why the backend in use is not the one configured, if it is not.
+    pub fn backend_note(&self) -> Option<&str> {
+        self.engine.backend_note()
     }
 
     /// The CUDA devices proved on (empty on the CPU).
@@ -590,6 +597,7 @@ impl Daemon {
                 devices: k.devices,
                 live_jobs: k.pipeline.live_jobs(),
                 host_bytes: k.pipeline.key_host_bytes(),
+                degradations: k.pipeline.degradations().to_vec(),
             })
             .collect();
         let mut jobs = lock(&self.jobs);
@@ -626,8 +634,15 @@ impl Daemon {
         m.budget_peak.set(gauge_value(peak));
         // Only the keys resident now.
         m.key_host_bytes.clear();
+        m.backend_fallback.set(i64::from(self.engine.backend_note().is_some()));
+        m.key_degradations.clear();
         for k in &keys {
             m.key_host_bytes.get_or_create(&KeyLabel { key: k.id.clone() }).set(gauge_value(k.host_bytes));
+            for d in &k.degradations {
+                let label =
+                    DegradationLabel { key: k.id.clone(), kind: d.kind().into(), device: d.device() as u64 };
+                m.key_degradations.get_or_create(&label).inc();
+            }
         }
         m.encode()
     }

@@ -17,6 +17,14 @@ pub(crate) struct KeyLabel {
     pub(crate) key: String,
 }
 
+/// A degradation's label: the key, its kind and the GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(crate) struct DegradationLabel {
+    pub(crate) key: String,
+    pub(crate) kind: String,
+    pub(crate) device: u64,
+}
+
 /// What the daemon counts, and the gauges it sets before each read.
 pub(crate) struct Metrics {
     registry: Registry,
@@ -37,6 +45,8 @@ pub(crate) struct Metrics {
     pub(crate) budget_used: Gauge,
     pub(crate) budget_peak: Gauge,
     pub(crate) key_host_bytes: Family<KeyLabel, Gauge>,
+    pub(crate) backend_fallback: Gauge,
+    pub(crate) key_degradations: Family<DegradationLabel, Gauge>,
 }
 
 impl Default for Metrics {
@@ -85,6 +95,17 @@ impl Default for Metrics {
         let budget_peak = gauge(&mut registry, "host_budget_peak_bytes", "Most host memory ever reserved.");
         let key_host_bytes = Family::<KeyLabel, Gauge>::default();
         registry.register("key_host_bytes", "Host memory each resident key holds.", key_host_bytes.clone());
+        let backend_fallback = gauge(
+            &mut registry,
+            "backend_fallback",
+            "1 when the backend in use is not the one configured (GetStatus's backend_note says why).",
+        );
+        let key_degradations = Family::<DegradationLabel, Gauge>::default();
+        registry.register(
+            "key_degradations",
+            "Degradations of each resident key by kind and GPU (streamed_bases, fewer_slots); see GetStatus.",
+            key_degradations.clone(),
+        );
         Self {
             registry,
             submitted,
@@ -104,6 +125,8 @@ impl Default for Metrics {
             budget_used,
             budget_peak,
             key_host_bytes,
+            backend_fallback,
+            key_degradations,
         }
     }
 }

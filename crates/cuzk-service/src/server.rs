@@ -167,6 +167,7 @@ impl Prover for Service {
                     devices: c(k.devices),
                     live_jobs: n(k.live_jobs),
                     host_bytes: k.host_bytes,
+                    degradations: k.degradations.iter().map(ToString::to_string).collect(),
                 })
                 .collect(),
             jobs: jobs
@@ -193,6 +194,7 @@ impl Prover for Service {
             budget_bytes: budget.0,
             budget_used_bytes: budget.1,
             budget_peak_bytes: budget.2,
+            backend_note: d.backend_note().unwrap_or_default().into(),
         }))
     }
 

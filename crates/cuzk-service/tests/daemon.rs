@@ -635,3 +635,28 @@ fn submitting_outside_a_runtime_is_an_error_not_a_panic() {
     let e = daemon.submit("k", &[seed_input(1)], cuzk::sched::Priority::Normal, None).unwrap_err();
     assert!(e.to_string().contains("outside a tokio runtime"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_backend_in_use_and_why_are_in_get_status_and_the_metrics() {
+    for backend in ["cpu", "auto"] {
+        let r = start(&format!("backend-{backend}"), |c| c.backend = backend.into()).await;
+        let mut c = client(&r).await;
+        load_synthetic(&mut c, "k", 6).await;
+        let status = c.get_status(pb::StatusRequest {}).await.unwrap().into_inner();
+        let metrics = c.get_metrics(pb::MetricsRequest {}).await.unwrap().into_inner().text;
+        // `auto` on a machine without a usable GPU proves on the CPU and says why; asked for the CPU,
+        // or finding a GPU, it has nothing to say.
+        let fell_back = backend == "auto" && status.backend == "cpu";
+        assert_eq!(!status.backend_note.is_empty(), fell_back, "{backend}: {:?}", status.backend_note);
+        if fell_back {
+            assert!(status.backend_note.contains("CUDA"), "{}", status.backend_note);
+        }
+        let gauge = format!("cuzk_backend_fallback {}", u8::from(fell_back));
+        assert!(metrics.lines().any(|l| l == gauge), "{backend}: no `{gauge}` in\n{metrics}");
+        // The CPU backend has nothing to degrade: no streamed bases, no device slots.
+        if status.backend == "cpu" {
+            assert!(status.keys.iter().all(|k| k.degradations.is_empty()), "{:?}", status.keys);
+            assert!(!metrics.contains("cuzk_key_degradations{"), "{metrics}");
+        }
+    }
+}

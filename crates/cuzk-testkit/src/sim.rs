@@ -1,6 +1,11 @@
 //! A simulated backend for `cuzk-sched`: stages that sleep for configured durations and fail where
 //! told to, so the scheduler's ordering, overlap, budget and failure handling can be tested without a
 //! GPU.
+//!
+//! The simulated device runs queued work in order, as a GPU does: a partition's kernels start when the
+//! device is free and the partition's copy has landed, whichever is later, so a copy that lands late
+//! leaves the device idle. The device keeps its own record of when it ran what ([`SimDevice::truth`]),
+//! the ground truth the timeline's placement is tested against.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -8,23 +13,71 @@ use std::time::{Duration, Instant};
 
 use cuzk_sched::{JobId, KernelLog, PartitionRef, Placement, Stage, StageError, Stages};
 
+/// One kernel run of the simulated device: which partition, on which device, from when to when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ran {
+    /// The device.
+    pub device: usize,
+    /// The partition.
+    pub part: PartitionRef,
+    /// When its kernels started.
+    pub start: Instant,
+    /// When they ended.
+    pub end: Instant,
+}
+
+/// The simulated devices: when each is free again, and what each ran.
+#[derive(Debug, Default)]
+pub struct SimDevice {
+    free_at: Mutex<HashMap<usize, Instant>>,
+    ran: Mutex<Vec<Ran>>,
+}
+
+impl SimDevice {
+    /// Every kernel run so far, in the order the device started them.
+    pub fn truth(&self) -> Vec<Ran> {
+        let mut ran = self.ran.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        ran.sort_by_key(|r| r.start);
+        ran
+    }
+
+    /// Queues `total` of kernel time on `device`, to start no earlier than `ready`: when it starts and
+    /// ends.
+    fn queue(
+        &self,
+        device: usize,
+        part: PartitionRef,
+        ready: Instant,
+        total: Duration,
+    ) -> (Instant, Instant) {
+        let mut free = self.free_at.lock().unwrap_or_else(|p| p.into_inner());
+        let start = free.get(&device).copied().unwrap_or(ready).max(ready);
+        let end = start + total;
+        free.insert(device, end);
+        self.ran.lock().unwrap_or_else(|p| p.into_inner()).push(Ran { device, part, start, end });
+        (start, end)
+    }
+}
+
 /// Durations and failures of the simulated stages.
 #[derive(Debug, Clone, Default)]
 pub struct SimStages {
     /// Synthesis time per partition.
     pub synthesis: Duration,
-    /// Upload time per partition.
+    /// The host's upload step per partition (the copies are issued and begin to land).
     pub upload: Duration,
-    /// The kernels of one partition, `(stage, duration)`, run back to back under the kernel lock.
+    /// Per partition, how long after its upload step its copy lands on the device (none by default).
+    pub copy_delays: HashMap<(JobId, usize), Duration>,
+    /// The kernels of one partition, `(stage, duration)`, run back to back by the device.
     pub kernels: Vec<(Stage, Duration)>,
     /// Host work after the kernels, collecting their results (still in the kernel step).
     pub collect: Duration,
-    /// Model a device that runs queued work in order: the step queues its kernels, releases the
-    /// kernel lock ([`KernelLog::kernels_queued`]), then waits for them and collects. Otherwise the
-    /// kernels and the collection run under the lock.
+    /// Model a stage that queues its kernels and releases the kernel lock at once
+    /// ([`KernelLog::kernels_queued`]), then waits for them and collects. Otherwise the lock is held
+    /// until the kernels are done and collected.
     pub release_when_queued: bool,
-    /// Per device, when the simulated device finishes the work queued so far.
-    pub device_clock: Arc<Mutex<HashMap<usize, Instant>>>,
+    /// The simulated devices (shared by clones).
+    pub device: Arc<SimDevice>,
     /// Host-side finishing time per partition.
     pub finish: Duration,
     /// Host bytes per partition (held from synthesis until the upload is done).
@@ -35,6 +88,9 @@ pub struct SimStages {
 
 /// A simulated partition's input: its tag, echoed back as its output.
 pub type SimInput = u64;
+
+/// A partition in a device slot: its tag, where it is, and when its copy started and lands.
+pub type SimStaged = (SimInput, Placement, Instant, Instant);
 
 impl SimStages {
     fn fail(&self, part: PartitionRef, stage: &'static str) -> Result<(), StageError> {
@@ -49,7 +105,7 @@ impl SimStages {
 impl Stages for SimStages {
     type Input = SimInput;
     type Synthesized = SimInput;
-    type Staged = (SimInput, Placement);
+    type Staged = SimStaged;
     type Computed = SimInput;
     type Output = (SimInput, Placement);
 
@@ -63,48 +119,37 @@ impl Stages for SimStages {
         Ok(input)
     }
 
-    fn upload(
-        &self,
-        part: PartitionRef,
-        at: Placement,
-        data: SimInput,
-    ) -> Result<(SimInput, Placement), StageError> {
+    fn upload(&self, part: PartitionRef, at: Placement, data: SimInput) -> Result<SimStaged, StageError> {
+        let start = Instant::now();
         std::thread::sleep(self.upload);
         self.fail(part, "upload")?;
-        Ok((data, at))
+        let lands =
+            Instant::now() + self.copy_delays.get(&(part.job, part.index)).copied().unwrap_or_default();
+        Ok((data, at, start, lands))
     }
 
     fn kernels(
         &self,
         part: PartitionRef,
         at: Placement,
-        staged: (SimInput, Placement),
+        (data, _, copy_start, lands): SimStaged,
         log: &mut KernelLog<'_>,
     ) -> Result<SimInput, StageError> {
+        let total: Duration = self.kernels.iter().map(|(_, d)| *d).sum();
+        let (start, end) = self.device.queue(at.device, part, Instant::now().max(lands), total);
         if self.release_when_queued {
-            // Queued behind the device's earlier work; the host then waits for the results.
-            let total: Duration = self.kernels.iter().map(|(_, d)| *d).sum();
-            let done = {
-                let mut clock = self.device_clock.lock().unwrap_or_else(|p| p.into_inner());
-                let now = Instant::now();
-                let start = clock.get(&at.device).copied().filter(|t| *t > now).unwrap_or(now);
-                let done = start + total;
-                clock.insert(at.device, done);
-                done
-            };
             log.kernels_queued();
-            std::thread::sleep(done.saturating_duration_since(Instant::now()));
-        } else {
-            for (_, d) in &self.kernels {
-                std::thread::sleep(*d);
-            }
         }
+        std::thread::sleep(end.saturating_duration_since(Instant::now()));
+        let mut t = start;
         for (stage, d) in &self.kernels {
-            log.record(*stage, d.as_secs_f64());
+            log.record(*stage, t, t + *d);
+            t += *d;
         }
+        log.record_copy(copy_start, lands.max(copy_start));
         std::thread::sleep(self.collect);
         self.fail(part, "kernels")?;
-        Ok(staged.0)
+        Ok(data)
     }
 
     fn finish(&self, part: PartitionRef, computed: SimInput) -> Result<(SimInput, Placement), StageError> {

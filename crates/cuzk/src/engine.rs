@@ -180,7 +180,9 @@ impl Engine {
                 KeyInner::Cuda(CudaKeys { first, others, next: std::sync::atomic::AtomicUsize::new(0) })
             }
         };
-        Ok(Key { inner: Arc::new(inner), shape: None })
+        let key = Key { inner: Arc::new(inner), shape: None };
+        crate::degradation::warn(&key.degradations());
+        Ok(key)
     }
 
     /// As [`Engine::load_key`], with the recorded R1CS shape of the key's circuit attached (see

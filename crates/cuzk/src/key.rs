@@ -228,6 +228,27 @@ impl Key {
         Ok(Key { inner: self.inner.clone(), shape: Some(shape) })
     }
 
+    /// What this key does less well than a key resident in full: bases streamed from host memory
+    /// because they did not fit on a GPU (logged as warnings when the key was loaded).
+    pub fn degradations(&self) -> Vec<crate::Degradation> {
+        let KeyInner::Cuda(keys) = &*self.inner else { return Vec::new() };
+        keys.iter()
+            .filter_map(|k| {
+                let [a, b_g1, l, h] = k.key.g1_bases();
+                let mut msms: Vec<&'static str> = [("a", a), ("b_g1", b_g1), ("l", l), ("h", h)]
+                    .into_iter()
+                    .filter(|(_, b)| !b.is_resident())
+                    .map(|(name, _)| name)
+                    .collect();
+                if !k.key.g2_bases().is_resident() {
+                    msms.push("b_g2");
+                }
+                let device = k.backend.gpu().info().ordinal;
+                (!msms.is_empty()).then_some(crate::Degradation::StreamedBases { device, msms })
+            })
+            .collect()
+    }
+
     /// This key without a shape: partitions are synthesized in full. The key's bases are shared.
     pub fn without_shape(&self) -> Key {
         Key { inner: self.inner.clone(), shape: None }

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod config;
+mod degradation;
 mod engine;
 mod error;
 mod key;
@@ -9,6 +10,7 @@ mod partition;
 mod pipeline;
 
 pub use config::{BackendKind, Config};
+pub use degradation::Degradation;
 pub use engine::{Engine, ProofReport};
 pub use error::{Error, ErrorKind};
 pub use key::Key;
@@ -27,7 +29,7 @@ pub use cuzk_synth as synth;
 pub use ark_bls12_381::{Bls12_381, Fr};
 pub use ark_groth16::{Proof, ProvingKey, VerifyingKey};
 pub use ark_relations::gr1cs::{ConstraintSynthesizer, SynthesisError};
-pub use cuzk_groth16::{PerStage, Stage, StageTimes};
+pub use cuzk_groth16::{quantile, PerStage, Stage, StageTimes, Summary};
 pub use cuzk_synth::{Counts, R1csShape};
 
 /// The layers below the facade, for users who need more than the engine.

@@ -59,24 +59,17 @@ fn stage_error(stage: &'static str) -> impl Fn(Error) -> StageError {
     move |e| StageError::new(stage, e)
 }
 
-/// Logs the kernel step's phases back to back, as they ran. With device times (a GPU backend): the
-/// witness map and each MSM on the device's clock, so the timeline's kernel utilisation counts device
-/// work only. Otherwise the host's phases: the witness map, the MSMs (five of them, possibly
-/// concurrent, so their phase's wall time), then assembly and the self-check.
+/// Logs where the kernel step's stages ran. From a backend that places its device work (CUDA): the
+/// upload's copies on the copy stream and each device stage where the device's clock says it ran, so
+/// an idle device shows as a gap. Otherwise the host's phases as they ran (the witness map, the MSM
+/// phase, assembly); the host's upload is the scheduler's own upload span, so it is not repeated.
 fn log_stages(log: &mut KernelLog<'_>, t: &StageTimes) {
-    if let Some(d) = &t.device {
-        for stage in Stage::DEVICE {
-            log.record(stage, d[stage].as_secs_f64());
+    for &(stage, from, to) in &t.spans {
+        match stage {
+            Stage::Upload if t.spans_on_device => log.record_copy(from, to),
+            Stage::Upload => {}
+            _ => log.record(stage, from, to),
         }
-        return;
-    }
-    let h = &t.host;
-    for (stage, d) in [
-        (Stage::WitnessMap, h[Stage::WitnessMap]),
-        (Stage::Msms, t.msm_phase()),
-        (Stage::Assembly, h[Stage::Assembly] + h[Stage::SelfCheck]),
-    ] {
-        log.record(stage, d.as_secs_f64());
     }
 }
 
@@ -156,6 +149,8 @@ pub struct Pipeline<C: ConstraintSynthesizer<Fr> + Send + 'static> {
     /// The key's host bytes, reserved from the budget while the pipeline lives, with its partitions'
     /// size.
     key_bytes: cuzk_sched::ResidentReservation,
+    /// The key's degradations and the pipeline's own (fewer slots than GPU workers).
+    degradations: Vec<crate::Degradation>,
 }
 
 impl<C: ConstraintSynthesizer<Fr> + Send + 'static> std::fmt::Debug for Pipeline<C> {
@@ -188,6 +183,7 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Pipeline<C> {
             circuit: std::marker::PhantomData,
         };
         let mut sched = sched;
+        let mut degradations = key.degradations();
         if let KeyInner::Cuda(keys) = &*key.inner {
             // Every GPU the key is resident on, each with one device slot per GPU worker, as many as
             // its free memory allows (the fewest any device has, for all).
@@ -195,7 +191,14 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Pipeline<C> {
             let want = sched.gpu_workers_per_device.max(1);
             let mut slots = want;
             for d in keys.iter() {
-                slots = slots.min(reserve_slots(&d.backend, &d.key, want)?);
+                let fit = reserve_slots(&d.backend, &d.key, want)?;
+                if fit < want {
+                    let device = d.backend.gpu().info().ordinal;
+                    let cut = crate::Degradation::FewerSlots { device, slots: fit, workers: want };
+                    crate::degradation::warn(std::slice::from_ref(&cut));
+                    degradations.push(cut);
+                }
+                slots = slots.min(fit);
             }
             sched.slots_per_device = slots;
         }
@@ -213,7 +216,13 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Pipeline<C> {
         })?;
         sched.host_budget_bytes = budget.capacity();
         let scheduler = cuzk_sched::Scheduler::with_budget(stages, sched, budget.clone());
-        Ok(Self { scheduler, synthesis_mode, key_bytes })
+        Ok(Self { scheduler, synthesis_mode, key_bytes, degradations })
+    }
+
+    /// What this pipeline does less well than configured: its key's degradations, and GPUs with fewer
+    /// partition slots than GPU workers (each logged as a warning when the pipeline started).
+    pub fn degradations(&self) -> &[crate::Degradation] {
+        &self.degradations
     }
 
     /// Queues a proof: its partitions, each with its blinding scalars `r` and `s`. Refused
@@ -355,44 +364,31 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn device_times_replace_the_host_phases_in_the_kernel_log() {
-        let ms = Duration::from_millis;
-        let mut host = StageTimes { total: ms(20), ..StageTimes::default() };
-        for (stage, t) in
-            [(Stage::Upload, 1), (Stage::WitnessMap, 2), (Stage::Assembly, 3), (Stage::SelfCheck, 4)]
-        {
-            host.host[stage] = ms(t);
-        }
+    fn placed_device_spans_go_to_the_kernel_and_copy_lanes_and_host_spans_skip_the_upload() {
+        let t0 = std::time::Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let spans = vec![
+            (Stage::Upload, at(0), at(4)),
+            (Stage::WitnessMap, at(6), at(8)),
+            (Stage::MsmH, at(8), at(12)),
+            (Stage::MsmA, at(12), at(13)),
+        ];
         let mut log = KernelLog::default();
-        log_stages(&mut log, &host);
-        let names: Vec<&str> = log.kernels.iter().map(|(n, _)| n.name()).collect();
-        assert_eq!(names, ["witness_map", "msms", "assembly"]);
-        assert!(
-            (log.kernels[1].1 - 0.010).abs() < 1e-9,
-            "msms = total - upload - witness map - assembly - check"
+        log_stages(
+            &mut log,
+            &StageTimes { spans: spans.clone(), spans_on_device: true, ..Default::default() },
         );
+        assert_eq!(log.copies, [(at(0), at(4))], "the upload is the copy stream's, not a kernel");
+        assert_eq!(log.kernels, spans[1..], "the device stages keep the device's placement");
 
-        let mut device = cuzk_groth16::PerStage::default();
-        for (stage, t) in [
-            (Stage::WitnessMap, 5),
-            (Stage::MsmA, 6),
-            (Stage::MsmBG1, 7),
-            (Stage::MsmBG2, 8),
-            (Stage::MsmL, 9),
-            (Stage::MsmH, 10),
-            // The upload is not kernel time.
-            (Stage::Upload, 11),
-        ] {
-            device[stage] = ms(t);
-        }
-        let steps = vec![(Stage::MsmH, "sort", ms(2))];
+        let mut host = spans;
+        host.push((Stage::Assembly, at(13), at(14)));
         let mut log = KernelLog::default();
-        log_stages(&mut log, &StageTimes { device: Some(device), steps, ..host });
-        let got: Vec<(&str, u64)> =
-            log.kernels.iter().map(|(n, s)| (n.name(), (s * 1e3).round() as u64)).collect();
-        assert_eq!(
-            got,
-            [("witness_map", 5), ("msm_a", 6), ("msm_b_g1", 7), ("msm_b_g2", 8), ("msm_l", 9), ("msm_h", 10)]
+        log_stages(
+            &mut log,
+            &StageTimes { spans: host.clone(), spans_on_device: false, ..Default::default() },
         );
+        assert!(log.copies.is_empty(), "a host upload is not a device copy");
+        assert_eq!(log.kernels, host[1..], "the scheduler's upload step already spans the host upload");
     }
 }

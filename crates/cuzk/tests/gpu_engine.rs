@@ -55,6 +55,48 @@ fn a_pipeline_proves_on_every_gpu_and_every_proof_equals_ark_groth16() {
     let expected: BTreeSet<cuzk::sched::Lane> =
         (0..devices.len()).map(|device| cuzk::sched::Lane::Kernels { device }).collect();
     assert_eq!(lanes, expected, "kernel lanes of the timeline");
+    check_each_partition_ran_where_its_worker_was(&run.timeline.spans());
+}
+
+/// Each partition's copies and kernels are on the lanes of the device whose GPU worker uploaded it, and
+/// its kernels ran (by the device's clock) after its worker took the kernel lock and before it
+/// finished.
+fn check_each_partition_ran_where_its_worker_was(spans: &[cuzk::sched::Span]) {
+    use cuzk::sched::{Lane, SpanKind};
+    let parts: BTreeSet<(u64, usize)> =
+        spans.iter().filter(|s| s.job != 0).map(|s| (s.job, s.partition)).collect();
+    // The anchors' error and the timeline's rounding: well under a millisecond.
+    let slack_us = 1_000.0;
+    for (job, partition) in parts {
+        let of = |kind: SpanKind| -> Vec<&cuzk::sched::Span> {
+            spans.iter().filter(|s| (s.job, s.partition) == (job, partition) && s.kind == kind).collect()
+        };
+        let upload = of(SpanKind::Upload);
+        let [upload] = upload.as_slice() else {
+            panic!("job {job} partition {partition}: {} uploads", upload.len())
+        };
+        let Lane::GpuWorker { device, .. } = upload.lane else { panic!("upload on {}", upload.lane) };
+        let lock = of(SpanKind::KernelLock)[0];
+        let finish = of(SpanKind::Finish)[0];
+        let copies = of(SpanKind::Copy);
+        assert!(!copies.is_empty(), "job {job} partition {partition}: no copy span");
+        assert!(copies.iter().all(|c| c.lane == Lane::Copies { device }), "copies off device {device}");
+        let kernels: Vec<_> =
+            spans.iter().filter(|s| (s.job, s.partition) == (job, partition) && s.kind.is_kernel()).collect();
+        assert!(!kernels.is_empty(), "job {job} partition {partition}: no kernels");
+        for k in kernels {
+            assert_eq!(k.lane, Lane::Kernels { device }, "job {job} partition {partition}: {}", k.kind);
+            assert!(
+                k.start_us + slack_us >= lock.start_us && k.end_us <= finish.start_us + slack_us,
+                "job {job} partition {partition}: {} placed at {}..{} us, outside its worker's {}..{} us",
+                k.kind,
+                k.start_us,
+                k.end_us,
+                lock.start_us,
+                finish.start_us
+            );
+        }
+    }
 }
 
 #[test]
