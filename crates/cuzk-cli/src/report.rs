@@ -13,6 +13,8 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 pub(crate) struct Seconds {
     values: PerStage<f64>,
     stages: &'static [Stage],
+    /// Stages the source did not measure: written as null, left out of tables.
+    unmeasured: Vec<Stage>,
 }
 
 /// The stages a GPU backend times on the device, and the upload.
@@ -21,7 +23,7 @@ const DEVICE_AND_UPLOAD: [Stage; 7] =
 
 impl Default for Seconds {
     fn default() -> Self {
-        Self { values: PerStage::default(), stages: &Stage::ALL }
+        Self { values: PerStage::default(), stages: &Stage::ALL, unmeasured: Vec::new() }
     }
 }
 
@@ -35,7 +37,8 @@ impl Serialize for Seconds {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(self.stages.len()))?;
         for &stage in self.stages {
-            map.serialize_entry(stage.name(), &self.values[stage])?;
+            let value = (!self.unmeasured.contains(&stage)).then_some(self.values[stage]);
+            map.serialize_entry(stage.name(), &value)?;
         }
         map.end()
     }
@@ -79,12 +82,14 @@ impl Stages {
             host: Seconds {
                 values: s.host.iter().map(|(st, d)| (st, secs(d))).collect(),
                 stages: &Stage::ALL,
+                unmeasured: Vec::new(),
             },
             total: secs(r.total),
             device: s.device.map(|d| DeviceStages {
                 stages: Seconds {
                     values: DEVICE_AND_UPLOAD.iter().map(|&st| (st, secs(d[st]))).collect(),
                     stages: &DEVICE_AND_UPLOAD,
+                    unmeasured: Vec::new(),
                 },
                 total: s.device_total().map_or(0.0, secs),
                 steps: s.steps.iter().map(|(st, step, t)| (st.name(), *step, secs(*t))).collect(),
@@ -97,8 +102,11 @@ impl Stages {
         // Partition 0 of the first job (every job has a partition 0).
         let job = spans.iter().map(|s| s.job).min().unwrap_or(0);
         let ours = || spans.iter().filter(move |s| s.job == job && s.partition == 0);
-        let of =
-            |kind: SpanKind| ours().filter(|s| s.kind == kind).map(|s| s.duration_us() / 1e6).sum::<f64>();
+        // (`+ 0.0`: an empty sum of floats is -0.0.)
+        let of = |kind: SpanKind| {
+            ours().filter(|s| s.kind == kind).map(|s| s.duration_us() / 1e6).sum::<f64>() + 0.0
+        };
+        let seen = |kind: SpanKind| ours().any(|s| s.kind == kind);
         let first = ours().map(|s| s.start_us).fold(f64::INFINITY, f64::min);
         let last = ours().map(|s| s.end_us).fold(0.0, f64::max);
         let mut host = PerStage::default();
@@ -111,9 +119,22 @@ impl Stages {
             + Stage::MSMS.iter().map(|&m| of(SpanKind::Kernel(m))).sum::<f64>();
         // The pipeline checks a proof in its finish step, after the device slot is free.
         host[Stage::SelfCheck] = of(SpanKind::Finish);
+        // A device's timeline has its stages on the device only: assembly is host work it does not
+        // span; the CPU's has one MSM phase. What has no span was not measured, not zero.
+        let mut unmeasured: Vec<Stage> = [Stage::WitnessMap, Stage::Assembly]
+            .into_iter()
+            .chain(Stage::MSMS)
+            .filter(|&st| !seen(SpanKind::Kernel(st)))
+            .collect();
+        if !seen(SpanKind::Upload) {
+            unmeasured.push(Stage::Upload);
+        }
+        if !seen(SpanKind::Kernel(Stage::Msms)) && Stage::MSMS.iter().all(|&m| !seen(SpanKind::Kernel(m))) {
+            unmeasured.push(Stage::Msms);
+        }
         Self {
             synthesis: of(SpanKind::Synthesis),
-            host: Seconds { values: host, stages: &Stage::ALL },
+            host: Seconds { values: host, stages: &Stage::ALL, unmeasured },
             total: if first.is_finite() { (last - first) / 1e6 } else { 0.0 },
             device: None,
         }
@@ -122,13 +143,15 @@ impl Stages {
     /// Table rows; the per-MSM rows only when they were measured (a pipelined run on the CPU logs
     /// one MSM phase).
     fn rows(&self) -> Vec<(&'static str, f64)> {
-        let per_msm = Stage::MSMS.map(|s| (s.label(), self.host.get(s)));
+        let measured = |s: &Stage| !self.host.unmeasured.contains(s);
+        let row = |s: Stage| (s.label(), self.host.get(s));
+        let per_msm: Vec<_> = Stage::MSMS.into_iter().filter(measured).map(row).collect();
         let mut rows = vec![("synthesis", self.synthesis)];
-        rows.extend([Stage::Upload, Stage::WitnessMap].map(|s| (s.label(), self.host.get(s))));
+        rows.extend([Stage::Upload, Stage::WitnessMap].into_iter().filter(measured).map(row));
         if per_msm.iter().any(|(_, s)| *s > 0.0) {
             rows.extend(per_msm);
         }
-        rows.extend([Stage::Msms, Stage::Assembly, Stage::SelfCheck].map(|s| (s.label(), self.host.get(s))));
+        rows.extend([Stage::Msms, Stage::Assembly, Stage::SelfCheck].into_iter().filter(measured).map(row));
         rows.push(("total", self.total));
         rows
     }

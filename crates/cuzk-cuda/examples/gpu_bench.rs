@@ -25,9 +25,10 @@ struct Row {
     note: String,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// The median by the rule every benchmark uses (`cuzk_groth16::Summary`: the mean of the middle two
+/// for an even count); NaN for no values.
+fn median(v: Vec<f64>) -> f64 {
+    cuzk_groth16::Summary::of(&v).map_or(f64::NAN, |s| s.median)
 }
 
 /// Median device time of `f` over `runs` runs after one warm-up, measured with events on the compute

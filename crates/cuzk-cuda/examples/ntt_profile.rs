@@ -10,9 +10,10 @@ use cuzk_field::{DeviceFr, DeviceRepr};
 use cuzk_groth16::NttKind;
 use rand::{rngs::StdRng, SeedableRng};
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// The median by the rule every benchmark uses (`cuzk_groth16::Summary`: the mean of the middle two
+/// for an even count); NaN for no values.
+fn median(v: Vec<f64>) -> f64 {
+    cuzk_groth16::Summary::of(&v).map_or(f64::NAN, |s| s.median)
 }
 
 fn time(b: &CudaBackend, mut f: impl FnMut() -> Result<(), CudaError>) -> Result<f64, CudaError> {
