@@ -104,11 +104,12 @@ pub(crate) fn serve(a: &ServeArgs) -> Result<(), CmdError> {
             cuzk_service::server::signal().await;
             println!("cuzk serve: stopping");
             let _ = std::io::stdout().flush();
-            // A second signal cancels whatever is still live instead of waiting for it.
+            // A second signal cancels whatever is still live and ends the drain instead of waiting.
             tokio::spawn(async move {
                 cuzk_service::server::signal().await;
                 println!("cuzk serve: cancelling the live proofs");
-                second.cancel_all();
+                let _ = std::io::stdout().flush();
+                second.abort();
             });
         };
         cuzk_service::serve(daemon, listen, shutdown, |addr| {

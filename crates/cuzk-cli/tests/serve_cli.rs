@@ -140,3 +140,56 @@ fn bench_daemon_sweeps_and_checks_every_proof() {
     assert!(!refused.status.success());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_second_sigterm_cancels_the_live_proofs_and_ends_the_drain_at_once() {
+    use cuzk_service::proto as pb;
+    let dir = std::env::temp_dir().join(format!("cuzk-serve-twice-{}", std::process::id()));
+    // The default policy: finish the live proofs, waiting up to shutdown_grace_secs (600).
+    let mut child = Serving(
+        cuzk()
+            .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--backend", "cpu"])
+            .args(["--generate-missing-keys", "--partition-workers", "1", "--key-dir"])
+            .arg(&dir)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start cuzk serve"),
+    );
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let mut next = || lines.next().expect("a line").expect("utf-8");
+    let listening = next();
+    let addr = listening.rsplit(' ').next().unwrap().to_owned();
+    // Four proofs of 64 partitions, about a minute of work on one synthesis worker.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let mut c = cuzk_service::client::connect(&addr).await.unwrap();
+        let load = pb::LoadKeyRequest {
+            key_id: "k".into(),
+            circuit_kind: "synthetic".into(),
+            params: br#"{"log_rows": 13}"#.to_vec(),
+        };
+        c.load_key(load).await.unwrap();
+        for proof in 0..4u64 {
+            let partitions =
+                (0..64).map(|s| format!(r#"{{"seed": {}}}"#, 64 * proof + s).into_bytes()).collect();
+            let submit = pb::SubmitRequest { key_id: "k".into(), partitions, ..pb::SubmitRequest::default() };
+            c.submit_proof(submit).await.unwrap();
+        }
+    });
+    let term = || {
+        let sent = Command::new("kill").args(["-TERM", &child.0.id().to_string()]).status().unwrap();
+        assert!(sent.success());
+    };
+    term();
+    assert_eq!(next(), "cuzk serve: stopping");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let second = std::time::Instant::now();
+    term();
+    assert_eq!(next(), "cuzk serve: cancelling the live proofs");
+    assert_eq!(next(), "cuzk serve: stopped");
+    let took = second.elapsed();
+    assert!(took < std::time::Duration::from_secs(10), "the drain went on {took:?} after the second signal");
+    let status = child.0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

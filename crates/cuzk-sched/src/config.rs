@@ -19,6 +19,9 @@ pub struct Config {
     pub host_budget_bytes: u64,
     /// Use one lock for upload and kernels instead of two (to measure what the split buys).
     pub merge_locks: bool,
+    /// Keep only the newest this many timeline spans (about 17 per partition), so a scheduler that
+    /// lives for weeks stays in bounded memory; `None` keeps them all (runs of known length).
+    pub timeline_spans: Option<usize>,
 }
 
 impl Default for Config {
@@ -31,6 +34,7 @@ impl Default for Config {
             slots_per_device: 2,
             host_budget_bytes: available_memory().map_or(16 << 30, |b| b / 4 * 3),
             merge_locks: false,
+            timeline_spans: None,
         }
     }
 }

@@ -564,7 +564,7 @@ impl<S: Stages> Scheduler<S> {
         let inner = Arc::new(Inner {
             stages,
             budget,
-            timeline: Arc::new(Timeline::new()),
+            timeline: Arc::new(config.timeline_spans.map_or_else(Timeline::new, Timeline::bounded)),
             queues: Mutex::new(Queues {
                 synth: BinaryHeap::new(),
                 gpu: BinaryHeap::new(),

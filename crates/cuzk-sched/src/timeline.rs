@@ -227,7 +227,15 @@ impl Span {
 #[derive(Debug)]
 pub struct Timeline {
     origin: Instant,
-    spans: Mutex<Vec<Span>>,
+    spans: Mutex<Kept>,
+}
+
+/// The spans a timeline keeps: all of them, or the newest `limit` (a ring), and how many it dropped.
+#[derive(Debug, Default)]
+struct Kept {
+    spans: std::collections::VecDeque<Span>,
+    limit: Option<usize>,
+    dropped: u64,
 }
 
 impl Default for Timeline {
@@ -237,9 +245,21 @@ impl Default for Timeline {
 }
 
 impl Timeline {
-    /// A timeline starting now.
+    /// A timeline starting now that keeps every span.
     pub fn new() -> Self {
-        Self { origin: Instant::now(), spans: Mutex::new(Vec::new()) }
+        Self { origin: Instant::now(), spans: Mutex::new(Kept::default()) }
+    }
+
+    /// A timeline starting now that keeps only the newest `limit` spans (at least one), so a
+    /// long-lived scheduler's memory stays bounded; [`Timeline::dropped`] counts the others.
+    pub fn bounded(limit: usize) -> Self {
+        let kept = Kept { limit: Some(limit.max(1)), ..Kept::default() };
+        Self { origin: Instant::now(), spans: Mutex::new(kept) }
+    }
+
+    /// How many of the oldest spans a bounded timeline has let go.
+    pub fn dropped(&self) -> u64 {
+        self.spans.lock().unwrap_or_else(|p| p.into_inner()).dropped
     }
 
     /// Microseconds since the timeline began at `t`.
@@ -255,12 +275,18 @@ impl Timeline {
 
     /// Records a span with explicit times.
     pub fn push(&self, span: Span) {
-        self.spans.lock().unwrap_or_else(|p| p.into_inner()).push(span);
+        let mut kept = self.spans.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.limit.is_some_and(|limit| kept.spans.len() >= limit) {
+            kept.spans.pop_front();
+            kept.dropped += 1;
+        }
+        kept.spans.push_back(span);
     }
 
-    /// All spans so far, ordered by start.
+    /// All spans kept, ordered by start.
     pub fn spans(&self) -> Vec<Span> {
-        let mut v = self.spans.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut v: Vec<Span> =
+            self.spans.lock().unwrap_or_else(|p| p.into_inner()).spans.iter().cloned().collect();
         v.sort_by(|a, b| a.start_us.total_cmp(&b.start_us));
         v
     }
@@ -298,5 +324,37 @@ impl Timeline {
                    "args": {"job": s.job, "partition": s.partition}})
         }));
         serde_json::Value::Array(events).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(job: u64) -> Span {
+        Span {
+            job,
+            partition: 0,
+            kind: SpanKind::Synthesis,
+            lane: Lane::Synth(0),
+            start_us: job as f64,
+            end_us: job as f64 + 1.0,
+        }
+    }
+
+    #[test]
+    fn a_bounded_timeline_keeps_the_newest_spans_and_counts_the_rest() {
+        let t = Timeline::bounded(3);
+        for job in 0..10 {
+            t.push(span(job));
+        }
+        let kept: Vec<u64> = t.spans().iter().map(|s| s.job).collect();
+        assert_eq!(kept, [7, 8, 9]);
+        assert_eq!(t.dropped(), 7);
+        let all = Timeline::new();
+        for job in 0..10 {
+            all.push(span(job));
+        }
+        assert_eq!((all.spans().len(), all.dropped()), (10, 0));
     }
 }

@@ -31,6 +31,7 @@ fn config(workers: usize, gpu_workers: usize) -> Config {
         slots_per_device: 2,
         host_budget_bytes: 1 << 20,
         merge_locks: false,
+        timeline_spans: None,
     }
 }
 

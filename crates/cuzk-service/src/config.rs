@@ -115,6 +115,9 @@ pub struct ServiceConfig {
     pub priority_workers: usize,
     /// GPU workers per device.
     pub gpu_workers_per_device: usize,
+    /// Timeline spans each key's scheduler keeps (the newest; about 17 per partition), so memory
+    /// stays bounded however long the daemon runs.
+    pub timeline_spans: usize,
     /// Host memory budget of all keys together, in GiB; 0 for three quarters of the available memory.
     pub host_budget_gib: f64,
     /// Largest request accepted, in bytes.
@@ -154,6 +157,7 @@ impl Default for ServiceConfig {
             partition_workers: 0,
             priority_workers: 1,
             gpu_workers_per_device: 2,
+            timeline_spans: 65536,
             host_budget_gib: 0.0,
             max_request_bytes: 16 << 20,
             max_partitions: 64,
@@ -194,6 +198,9 @@ partition_workers = 0
 priority_workers = 1
 # GPU workers per device (two overlap one partition's upload with another's kernels).
 gpu_workers_per_device = 2
+# Timeline spans each resident key keeps, the newest (about 17 per partition; ~100 bytes each), so
+# the daemon's memory stays bounded however long it runs.
+timeline_spans = 65536
 # Host memory budget of all resident keys together, in GiB (fractions allowed); 0 for three quarters
 # of the available memory. Each key holds its host-resident part while resident, each partition its working set until
 # it is on the device; a key that does not fit beside the others (with room for a partition) is
@@ -224,6 +231,27 @@ log_level = "info"
 # "text" (human-readable lines) or "json" (one object per line, with the job and partition spans).
 log_format = "text"
 "#;
+
+/// A numeric field's name, how to read it, and its least and greatest allowed values. The bounds keep
+/// every count a thread or allocation count the machine can have, every shift and size within its
+/// type (shapes of at most 2^32 rows), and every duration far from overflowing an instant.
+type Range = (&'static str, fn(&ServiceConfig) -> u64, u64, u64);
+
+const DAY: u64 = 24 * 3600;
+
+const RANGES: [Range; 11] = [
+    ("timeline_spans", |c| c.timeline_spans as u64, 1, 1 << 24),
+    ("partition_workers", |c| c.partition_workers as u64, 0, 4096),
+    ("priority_workers", |c| c.priority_workers as u64, 0, 1024),
+    ("gpu_workers_per_device", |c| c.gpu_workers_per_device as u64, 1, 64),
+    ("max_request_bytes", |c| c.max_request_bytes as u64, 1 << 10, 1 << 32),
+    ("max_partitions", |c| c.max_partitions as u64, 1, 1 << 20),
+    ("max_log_rows", |c| u64::from(c.max_log_rows), 2, 32),
+    ("max_jobs", |c| c.max_jobs as u64, 1, 1 << 20),
+    ("result_ttl_secs", |c| c.result_ttl_secs, 0, 366 * DAY),
+    ("max_keys", |c| c.max_keys as u64, 1, 1024),
+    ("shutdown_grace_secs", |c| c.shutdown_grace_secs, 0, 7 * DAY),
+];
 
 impl ServiceConfig {
     /// Parses a TOML document; unknown fields are errors.
@@ -262,10 +290,20 @@ impl ServiceConfig {
     }
 
     /// Checks every field the daemon interprets (the backend, the budget, the listen addresses, the
-    /// log filter), naming the first that is wrong.
+    /// log filter, every count and duration against its range), naming the first that is wrong. The
+    /// daemon runs it at start.
     pub fn check(&self) -> Result<(), ConfigError> {
         self.engine()?;
         log_filter(&self.log_level)?;
+        for (field, value, lo, hi) in RANGES.iter().map(|(f, get, lo, hi)| (*f, get(self), *lo, *hi)) {
+            if !(lo..=hi).contains(&value) {
+                return Err(ConfigError::Invalid {
+                    field,
+                    value: value.to_string(),
+                    expected: format!("must be {lo} to {hi}"),
+                });
+            }
+        }
         self.listen.parse::<Listen>().map_err(|e| ConfigError::Invalid {
             field: "listen",
             value: format!("{:?}", self.listen),
@@ -282,6 +320,7 @@ impl ServiceConfig {
         }
         c.priority_workers = self.priority_workers;
         c.gpu_workers_per_device = self.gpu_workers_per_device.max(1);
+        c.timeline_spans = Some(self.timeline_spans.max(1));
         if self.host_budget_gib > 0.0 {
             // Saturating: a float too large for u64 becomes u64::MAX.
             c.host_budget_bytes = (self.host_budget_gib * (1u64 << 30) as f64) as u64;
@@ -322,5 +361,29 @@ mod tests {
         assert!(ServiceConfig { host_budget_gib: -1.0, ..ServiceConfig::default() }.engine().is_err());
         let half = ServiceConfig::from_toml("host_budget_gib = 0.5").unwrap();
         assert_eq!(half.scheduler().host_budget_bytes, 1 << 29);
+    }
+
+    #[test]
+    fn every_count_and_duration_is_range_checked_naming_the_field() {
+        assert!(ServiceConfig::default().check().is_ok());
+        for (toml, field) in [
+            ("shutdown_grace_secs = 9223372036854775807", "shutdown_grace_secs"),
+            ("max_log_rows = 100", "max_log_rows"),
+            ("max_log_rows = 1", "max_log_rows"),
+            ("result_ttl_secs = 18446744073709551615", "result_ttl_secs"),
+            ("gpu_workers_per_device = 0", "gpu_workers_per_device"),
+            ("partition_workers = 1000000", "partition_workers"),
+            ("max_jobs = 0", "max_jobs"),
+            ("max_keys = 0", "max_keys"),
+            ("max_partitions = 0", "max_partitions"),
+            ("max_request_bytes = 10", "max_request_bytes"),
+        ] {
+            let c = ServiceConfig::from_toml(toml).unwrap();
+            let e = c.check().expect_err(toml).to_string();
+            assert!(e.contains(field), "{toml}: {e}");
+        }
+        // The edges are allowed.
+        let edges = "max_log_rows = 32\nshutdown_grace_secs = 604800\ngpu_workers_per_device = 64";
+        ServiceConfig::from_toml(edges).unwrap().check().unwrap();
     }
 }

@@ -152,6 +152,8 @@ pub struct Daemon {
     jobs: Mutex<BTreeMap<String, Job>>,
     next_job: AtomicU64,
     accepting: AtomicBool,
+    /// Set by [`Daemon::abort`]: a drain in progress gives up waiting.
+    aborted: AtomicBool,
     started: Instant,
     metrics: Metrics,
 }
@@ -196,6 +198,7 @@ impl Daemon {
     /// proves on the CPU: that is logged as a warning with the reason, and `GetStatus` reports the
     /// backend in use.
     pub fn new(config: ServiceConfig, registry: Registry) -> Result<Self, ServiceError> {
+        config.check().map_err(|e| ServiceError::InvalidArgument(format!("the configuration: {e}")))?;
         let engine_config =
             config.engine().map_err(|e| ServiceError::InvalidArgument(format!("the configuration: {e}")))?;
         let engine = cuzk::Engine::new(engine_config)
@@ -218,6 +221,7 @@ impl Daemon {
             jobs: Mutex::new(BTreeMap::new()),
             next_job: AtomicU64::new(1),
             accepting: AtomicBool::new(true),
+            aborted: AtomicBool::new(false),
             started: Instant::now(),
             metrics: Metrics::default(),
         })
@@ -645,6 +649,20 @@ impl Daemon {
             }
         }
         m.encode()
+    }
+
+    /// Stops accepting, cancels every live job and ends a drain in progress at once (what a second
+    /// SIGINT or SIGTERM does): the server then stops as soon as the calls in flight have ended.
+    pub fn abort(&self) {
+        self.stop_accepting();
+        self.aborted.store(true, Ordering::SeqCst);
+        let cancelled = self.cancel_all();
+        tracing::warn!(cancelled, "aborting: live proofs cancelled");
+    }
+
+    /// Whether [`Daemon::abort`] was called.
+    pub fn aborted(&self) -> bool {
+        self.aborted.load(Ordering::SeqCst)
     }
 
     /// Stops accepting proofs and keys.

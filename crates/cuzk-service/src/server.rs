@@ -30,9 +30,13 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
-    /// Something already exists at the Unix socket's path.
-    #[error("{} already exists: remove it if no daemon uses it", .0.display())]
+    /// Something that is not a socket already exists at the Unix socket's path (it is never
+    /// removed).
+    #[error("{} already exists and is not a socket: remove it or listen elsewhere", .0.display())]
     SocketExists(std::path::PathBuf),
+    /// A daemon already answers on the Unix socket's path.
+    #[error("a daemon already listens on {}", .0.display())]
+    SocketInUse(std::path::PathBuf),
     /// The gRPC transport failed.
     #[error("the gRPC server: {0}")]
     Transport(#[from] tonic::transport::Error),
@@ -285,11 +289,12 @@ pub async fn serve(
             router.serve_with_incoming_shutdown(incoming, on_signal).await?;
         }
         Listen::Unix(path) => {
-            if path.exists() {
-                return Err(ServeError::SocketExists(path));
-            }
-            let l = tokio::net::UnixListener::bind(&path)
-                .map_err(|source| ServeError::Bind { addr: format!("unix://{}", path.display()), source })?;
+            let bind_error = |source| ServeError::Bind { addr: format!("unix://{}", path.display()), source };
+            clear_stale_socket(&path)?;
+            let l = tokio::net::UnixListener::bind(&path).map_err(bind_error)?;
+            // Only this user may connect: the socket's mode, not the umask's.
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .map_err(bind_error)?;
             tracing::info!(address = %format!("unix://{}", path.display()), "serving gRPC");
             ready(format!("unix://{}", path.display()));
             let incoming = tokio_stream::wrappers::UnixListenerStream::new(l);
@@ -300,6 +305,30 @@ pub async fn serve(
     }
     tracing::info!("stopped serving");
     Ok(())
+}
+
+/// Makes way for a Unix socket at `path`: nothing there is fine; a socket no daemon answers on (left
+/// by a daemon that was killed) is removed; a socket a daemon answers on, or anything that is not a
+/// socket, is refused and left as it is.
+fn clear_stale_socket(path: &std::path::Path) -> Result<(), ServeError> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => return Err(ServeError::Bind { addr: format!("unix://{}", path.display()), source }),
+    };
+    if !meta.file_type().is_socket() {
+        return Err(ServeError::SocketExists(path.to_owned()));
+    }
+    match std::os::unix::net::UnixStream::connect(path) {
+        Ok(_) => Err(ServeError::SocketInUse(path.to_owned())),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            tracing::warn!(path = %path.display(), "removing a stale socket no daemon answers on");
+            std::fs::remove_file(path)
+                .map_err(|source| ServeError::Bind { addr: format!("unix://{}", path.display()), source })
+        }
+        Err(source) => Err(ServeError::Bind { addr: format!("unix://{}", path.display()), source }),
+    }
 }
 
 /// A daemon served in the background of the current tokio runtime ([`spawn`]).
@@ -337,12 +366,15 @@ pub async fn spawn(daemon: Arc<Daemon>, listen: Listen) -> Result<Background, Se
 }
 
 /// Finishes or cancels the proofs by policy. "finish" waits, for at most the grace time, until every
-/// proof is done and collected; then (or at once with "cancel") what is still live is cancelled.
+/// proof is done and collected, or until [`Daemon::abort`]; then (or at once with "cancel") what is
+/// still live is cancelled.
 async fn drain(daemon: &Daemon) {
     let c = daemon.config();
     if c.shutdown == ShutdownPolicy::Finish {
-        let until = tokio::time::Instant::now() + Duration::from_secs(c.shutdown_grace_secs);
-        while daemon.jobs() > 0 && tokio::time::Instant::now() < until {
+        let start = tokio::time::Instant::now();
+        // The grace time is range-checked at start; a saturating wait needs no further care.
+        let grace = Duration::from_secs(c.shutdown_grace_secs);
+        while daemon.jobs() > 0 && !daemon.aborted() && start.elapsed() < grace {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }

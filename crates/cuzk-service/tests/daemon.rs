@@ -416,7 +416,7 @@ async fn shutdown_finishes_or_cancels_live_proofs_by_policy() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_unix_socket_serves_like_tcp_and_is_removed_on_shutdown() {
+async fn a_unix_socket_serves_like_tcp_is_private_and_a_stale_one_is_replaced() {
     let dir = temp_dir("unix");
     let socket = dir.0.join("cuzk.sock");
     let config = ServiceConfig {
@@ -434,20 +434,44 @@ async fn a_unix_socket_serves_like_tcp_and_is_removed_on_shutdown() {
     let vk = load_synthetic(&mut c, "k", 6).await;
     let reply = c.prove(submit("k", &[5, 6])).await.unwrap().into_inner();
     check_proofs(&vk, 6, &[5, 6], &reply.proofs);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "only its user may connect: {mode:o}");
+    }
+    let fresh = || {
+        Arc::new(
+            Daemon::new(
+                ServiceConfig {
+                    key_dir: dir.0.join("keys"),
+                    backend: "cpu".into(),
+                    ..ServiceConfig::default()
+                },
+                Registry::default(),
+            )
+            .unwrap(),
+        )
+    };
+    // A second daemon on the same live socket is refused; the first keeps serving.
+    let e = cuzk_service::spawn(fresh(), Listen::Unix(socket.clone())).await.unwrap_err();
+    assert!(matches!(e, cuzk_service::ServeError::SocketInUse(_)), "{e}");
+    assert!(c.get_status(pb::StatusRequest {}).await.is_ok(), "the first daemon still answers");
     served.stop().await.unwrap();
     assert!(!socket.exists(), "the socket file is removed on shutdown");
-    // A path that already exists is refused, not taken over.
+    // A socket left by a daemon that died (nobody answers on it) is replaced.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists());
+    let again =
+        cuzk_service::spawn(fresh(), Listen::Unix(socket.clone())).await.expect("a stale socket is replaced");
+    let mut c = cuzk_service::client::connect(&again.addr).await.expect("connect over the new socket");
+    assert!(c.get_status(pb::StatusRequest {}).await.is_ok());
+    again.stop().await.unwrap();
+    // A path that is not a socket is refused, not taken over.
     std::fs::write(&socket, b"").unwrap();
-    let daemon = Arc::new(
-        Daemon::new(
-            ServiceConfig { key_dir: dir.0.join("keys"), backend: "cpu".into(), ..ServiceConfig::default() },
-            Registry::default(),
-        )
-        .unwrap(),
-    );
-    let e = cuzk_service::spawn(daemon, Listen::Unix(socket.clone())).await.unwrap_err();
+    let e = cuzk_service::spawn(fresh(), Listen::Unix(socket.clone())).await.unwrap_err();
     assert!(matches!(e, cuzk_service::ServeError::SocketExists(_)), "{e}");
-    assert!(e.to_string().contains("already exists"), "{e}");
+    assert!(e.to_string().contains("not a socket"), "{e}");
+    assert!(socket.exists(), "a file that is not a socket is left alone");
     assert!(["", "unix://", "nohost"].iter().all(|s| s.parse::<Listen>().is_err()));
 }
 
@@ -658,5 +682,25 @@ async fn the_backend_in_use_and_why_are_in_get_status_and_the_metrics() {
             assert!(status.keys.iter().all(|k| k.degradations.is_empty()), "{:?}", status.keys);
             assert!(!metrics.contains("cuzk_key_degradations{"), "{metrics}");
         }
+    }
+}
+
+#[test]
+fn a_daemon_refuses_to_start_on_a_value_out_of_range_naming_it() {
+    let dir = temp_dir("ranges");
+    for (tune, field) in [
+        (
+            Box::new(|c: &mut ServiceConfig| c.shutdown_grace_secs = i64::MAX as u64)
+                as Box<dyn Fn(&mut ServiceConfig)>,
+            "shutdown_grace_secs",
+        ),
+        (Box::new(|c: &mut ServiceConfig| c.max_log_rows = 100), "max_log_rows"),
+    ] {
+        let mut config =
+            ServiceConfig { key_dir: dir.0.clone(), backend: "cpu".into(), ..ServiceConfig::default() };
+        tune(&mut config);
+        let Err(err) = Daemon::new(config, Registry::default()) else { panic!("{field}: accepted") };
+        assert!(matches!(err, cuzk_service::ServiceError::InvalidArgument(_)), "{err:?}");
+        assert!(err.to_string().contains(field), "{err}");
     }
 }
