@@ -8,6 +8,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut config = tonic_prost_build::Config::new();
     config.protoc_executable(protoc);
     tonic_prost_build::configure()
+        // Undecodable requests are the client's error (INVALID_ARGUMENT), not INTERNAL.
+        .codec_path("crate::codec::Codec")
         .file_descriptor_set_path(out.join("cuzk_descriptor.bin"))
         .compile_with_config(config, &["proto/cuzk.proto"], &["proto"])?;
     Ok(())

@@ -78,6 +78,9 @@ pub(crate) fn serve(a: &ServeArgs) -> Result<(), CmdError> {
     let config = a.config()?;
     config.check()?;
     cuzk_service::logging::init(&config)?;
+    // Connections each take a file: take all the room the hard limit allows.
+    let open_files = cuzk_service::conn::raise_open_files_limit();
+    tracing::debug!(?open_files, "open files limit");
     let listen: Listen = config.listen.parse()?;
     let metrics = config.metrics_listen.clone();
     let daemon = Arc::new(Daemon::new(config, Registry::default())?);

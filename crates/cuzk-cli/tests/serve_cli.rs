@@ -20,6 +20,14 @@ impl Drop for Serving {
     }
 }
 
+/// The address in `cuzk serve`'s "metrics on http://ADDR/metrics" line.
+fn metrics_address(line: &str) -> String {
+    line.strip_prefix("cuzk serve: metrics on http://")
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("unexpected: {line}"))
+        .to_owned()
+}
+
 fn http_get(addr: &str, path: &str) -> String {
     let mut http = std::net::TcpStream::connect(addr).unwrap();
     http.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).unwrap();
@@ -43,12 +51,7 @@ fn serve_reports_its_addresses_serves_metrics_and_stops_on_sigterm() {
     );
     let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
     let mut next = || lines.next().expect("a line").expect("utf-8");
-    let metrics_line = next();
-    let metrics = metrics_line
-        .strip_prefix("cuzk serve: metrics on http://")
-        .and_then(|s| s.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("unexpected: {metrics_line}"))
-        .to_owned();
+    let metrics = metrics_address(&next());
     let listening = next();
     assert!(listening.contains("cpu backend, listening on 127.0.0.1:"), "{listening}");
     let addr = listening.rsplit(' ').next().unwrap().to_owned();
@@ -189,6 +192,106 @@ fn a_second_sigterm_cancels_the_live_proofs_and_ends_the_drain_at_once() {
     assert_eq!(next(), "cuzk serve: stopped");
     let took = second.elapsed();
     assert!(took < std::time::Duration::from_secs(10), "the drain went on {took:?} after the second signal");
+    let status = child.0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// CPU time (user and system, in clock ticks) the process has used.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+#[test]
+fn idle_connections_under_a_low_open_files_limit_neither_spin_nor_lock_clients_out() {
+    use cuzk_service::proto as pb;
+    use std::time::{Duration, Instant};
+    // This test holds 300 connections of its own.
+    cuzk_service::conn::raise_open_files_limit();
+    let dir = std::env::temp_dir().join(format!("cuzk-serve-nofile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\nmetrics_listen = \"127.0.0.1:0\"\nbackend = \"cpu\"\n\
+             key_dir = {:?}\nhandshake_timeout_secs = 2\nidle_timeout_secs = 4\n",
+            dir.join("keys")
+        ),
+    )
+    .unwrap();
+    let mut child = Serving(
+        Command::new("bash")
+            .args(["-c", "ulimit -n 256 && exec \"$0\" \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_cuzk"))
+            .args(["serve", "--config"])
+            .arg(&config)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start cuzk serve"),
+    );
+    let pid = child.0.id();
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let mut next = || lines.next().expect("a line").expect("utf-8");
+    let metrics = metrics_address(&next());
+    let addr = next().rsplit(' ').next().unwrap().to_owned();
+
+    // 300 connections that never send a byte: more than the 256 files the daemon may open.
+    let idle: Vec<std::net::TcpStream> =
+        (0..300).map(|_| std::net::TcpStream::connect(&addr).expect("connect")).collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let (ticks, t) = (cpu_ticks(pid), Instant::now());
+    std::thread::sleep(Duration::from_secs(2));
+    let busy = (cpu_ticks(pid) - ticks) as f64 / 100.0 / t.elapsed().as_secs_f64();
+    assert!(busy < 0.25, "the daemon used {:.0}% of a core while the connections sat idle", busy * 100.0);
+
+    // A real client is served within a few seconds: the idle connections are closed as they time out.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let asked = Instant::now();
+    runtime.block_on(async {
+        let call = async {
+            let mut c = cuzk_service::client::connect(&addr).await.expect("connect");
+            c.get_status(pb::StatusRequest {}).await.expect("status")
+        };
+        tokio::time::timeout(Duration::from_secs(20), call).await.expect("served within 20 s");
+    });
+    eprintln!("a client was served {:?} after asking", asked.elapsed());
+    // Every idle connection is closed by the daemon.
+    let mut open = idle;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !open.is_empty() {
+        assert!(Instant::now() < deadline, "{} idle connections still open", open.len());
+        open.retain_mut(|s| {
+            s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+            let mut b = [0u8; 1];
+            match s.read(&mut b) {
+                Ok(0) => false,
+                Err(e)
+                    if e.kind() != std::io::ErrorKind::WouldBlock
+                        && e.kind() != std::io::ErrorKind::TimedOut =>
+                {
+                    false
+                }
+                _ => true,
+            }
+        });
+    }
+    let reply = http_get(&metrics, "/metrics");
+    // 256 files, 64 kept for the daemon, an eighth of the rest (16 at most) for metrics.
+    assert!(reply.contains("\ncuzk_connections_max{listener=\"grpc\"} 176\n"), "{reply}");
+    let closed: f64 = reply
+        .lines()
+        .find_map(|l| l.strip_prefix("cuzk_connections_closed_quiet_total{listener=\"grpc\"} "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{reply}"));
+    assert!(closed >= 300.0, "{closed} closed: {reply}");
+
+    let killed = Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
+    assert!(killed.success());
     let status = child.0.wait().unwrap();
     assert!(status.success(), "{status:?}");
     let _ = std::fs::remove_dir_all(&dir);

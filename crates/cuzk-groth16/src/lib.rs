@@ -6,6 +6,7 @@ mod cpu;
 mod cpu_msm;
 mod key;
 mod prover;
+mod setup;
 mod stages;
 mod summary;
 
@@ -20,6 +21,7 @@ pub use prover::{
     prove, prove_staged, prove_staged_queued, stage, verify, witness_map, witness_map_from_evaluations,
     ProveOptions, Staged,
 };
+pub use setup::{generate_key, setup_host_bytes, SetupError};
 pub use stages::{PerStage, Stage, StageTimes, UnknownStage};
 pub use summary::{quantile, Summary};
 

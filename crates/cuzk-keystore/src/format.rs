@@ -6,7 +6,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -308,7 +308,7 @@ pub fn decode_key(bytes: &[u8], expected_shape_id: &str) -> Result<ProvingKey<Bl
 /// Reads just the header of the key file at `path` (validated as [`Header::parse`] does).
 pub fn read_header(path: impl AsRef<Path>) -> Result<Header> {
     let path = path.as_ref();
-    let (mut file, file_len) = open(path)?;
+    let (mut file, file_len) = crate::open_regular(path)?;
     let head = read_head(&mut file, file_len, path)?;
     Header::parse(&head)
 }
@@ -321,7 +321,7 @@ pub fn read_key(
     let started = Instant::now();
     let path = path.as_ref();
     let expected = ShapeId::new(expected_shape_id)?;
-    let (mut file, file_len) = open(path)?;
+    let (mut file, file_len) = crate::open_regular(path)?;
     let head = read_head(&mut file, file_len, path)?;
     let header = Header::parse(&head)?;
     header.check(&expected, file_len)?;
@@ -336,16 +336,6 @@ pub fn read_key(
         decode_seconds: times.decode,
     };
     Ok((pk, report))
-}
-
-fn open(path: &Path) -> Result<(File, u64)> {
-    let file = File::open(path).map_err(|source| match source.kind() {
-        io::ErrorKind::NotFound => Error::NotFound { path: path.to_owned() },
-        _ => Error::Io { op: "open", path: path.to_owned(), source },
-    })?;
-    let len =
-        file.metadata().map_err(|source| Error::Io { op: "stat", path: path.to_owned(), source })?.len();
-    Ok((file, len))
 }
 
 fn read_head(file: &mut File, file_len: u64, path: &Path) -> Result<Vec<u8>> {

@@ -25,6 +25,38 @@ pub use shape_file::{
 };
 pub use store::KeyStore;
 
+/// Opens the regular file at `path` for reading and gives its length. Anything else at the path is
+/// refused before it is opened: opening a FIFO would wait for a writer.
+pub(crate) fn open_regular(path: &std::path::Path) -> Result<(std::fs::File, u64)> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(path).map_err(|source| match source.kind() {
+        io::ErrorKind::NotFound => Error::NotFound { path: path.to_owned() },
+        _ => Error::Io { op: "stat", path: path.to_owned(), source },
+    })?;
+    let t = meta.file_type();
+    if !t.is_file() {
+        let what = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_block_device() || t.is_char_device() {
+            "a device"
+        } else {
+            "something else"
+        };
+        return Err(Error::NotAFile { path: path.to_owned(), what });
+    }
+    let file = std::fs::File::open(path).map_err(|source| match source.kind() {
+        io::ErrorKind::NotFound => Error::NotFound { path: path.to_owned() },
+        _ => Error::Io { op: "open", path: path.to_owned(), source },
+    })?;
+    let len =
+        file.metadata().map_err(|source| Error::Io { op: "stat", path: path.to_owned(), source })?.len();
+    Ok((file, len))
+}
+
 /// Everything that can go wrong when storing or loading a key. Every way a key file can be wrong
 /// has its own variant; none of them ever yields a key.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +74,15 @@ pub enum Error {
     NotFound {
         /// The path looked at.
         path: PathBuf,
+    },
+    /// What is at the path is not a regular file (a directory, a FIFO, a device...): it is never
+    /// opened, so a FIFO cannot block the reader.
+    #[error("{} is {what}, not a regular file", path.display())]
+    NotAFile {
+        /// The path looked at.
+        path: PathBuf,
+        /// What it is instead ("a directory", "a FIFO", ...).
+        what: &'static str,
     },
     /// A file system operation failed.
     #[error("cannot {op} {}: {source}", path.display())]

@@ -1,7 +1,6 @@
 //! Recorded R1CS shapes on disk (`cuzk_synth::R1csShape`): a fixed header, then the coefficient table
 //! and the three matrices in compressed sparse rows. The README has the layout.
 
-use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
 
@@ -200,11 +199,7 @@ pub fn read_shape(path: impl AsRef<Path>, expected_shape_id: &str) -> Result<R1c
     let path = path.as_ref();
     let expected = ShapeId::new(expected_shape_id)?;
     let io = |op: &'static str| move |source| Error::Io { op, path: path.to_owned(), source };
-    let mut file = File::open(path).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => Error::NotFound { path: path.to_owned() },
-        _ => Error::Io { op: "open", path: path.to_owned(), source },
-    })?;
-    let len = file.metadata().map_err(io("stat"))?.len();
+    let (mut file, len) = crate::open_regular(path)?;
     let mut head = vec![0; len.min(SHAPE_HEADER_LEN as u64) as usize];
     file.read_exact(&mut head).map_err(io("read"))?;
     let header = ShapeHeader::parse(&head)?;

@@ -66,6 +66,33 @@ impl KeyStore {
         path.try_exists().map_err(|source| Error::Io { op: "look for", path, source })
     }
 
+    /// Removes the temporary files of saves whose process is gone (a daemon killed while it saved a
+    /// key) and returns their paths. A temporary file names its process; one of a process still
+    /// running, this one included, is left alone. Where processes cannot be looked up (no `/proc`),
+    /// nothing is removed.
+    pub fn remove_stale_temps(&self) -> Result<Vec<PathBuf>> {
+        let io = |source| Error::Io { op: "list", path: self.dir.clone(), source };
+        let proc = Path::new("/proc");
+        if !proc.join("self").exists() {
+            return Ok(Vec::new());
+        }
+        let mut removed = Vec::new();
+        for entry in fs::read_dir(&self.dir).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            let Some(pid) = entry.file_name().to_str().and_then(temp_owner) else { continue };
+            if pid == std::process::id() || proc.join(pid.to_string()).exists() {
+                continue;
+            }
+            let path = entry.path();
+            match fs::remove_file(&path) {
+                Ok(()) => removed.push(path),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(Error::Io { op: "remove", path, source }),
+            }
+        }
+        Ok(removed)
+    }
+
     /// The shape ids of the key files in the store, sorted.
     pub fn shapes(&self) -> Result<Vec<ShapeId>> {
         let io = |source| Error::Io { op: "list", path: self.dir.clone(), source };
@@ -159,6 +186,17 @@ impl KeyStore {
     pub fn load(&self, shape_id: &str) -> Result<(ProvingKey<Bls12_381>, LoadReport)> {
         read_key(self.path_for(shape_id)?, shape_id)
     }
+}
+
+/// The process that wrote the temporary file named `name` (`.<shape>.<extension>.tmp-<pid>-<n>`, as
+/// [`KeyStore::save_atomically`] names them); `None` for any other name.
+fn temp_owner(name: &str) -> Option<u32> {
+    let (head, tail) = name.strip_prefix('.')?.rsplit_once(".tmp-")?;
+    let (pid, n) = tail.split_once('-')?;
+    let known =
+        head.ends_with(&format!(".{FILE_EXTENSION}")) || head.ends_with(&format!(".{SHAPE_FILE_EXTENSION}"));
+    (known && n.bytes().all(|b| b.is_ascii_digit()) && !n.is_empty()).then_some(())?;
+    pid.parse().ok()
 }
 
 /// A temporary file, removed on drop unless kept.

@@ -223,3 +223,50 @@ fn a_failed_save_leaves_nothing_behind() {
     assert!(matches!(err, Error::Io { op: "create", .. }), "{err}");
     assert!(!store.dir().exists());
 }
+
+#[test]
+fn a_fifo_or_a_directory_is_refused_without_being_opened() {
+    let (_dir, store) = store("fifo");
+    let key = store.path_for(SHAPE).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(&key).status().expect("mkfifo runs");
+    assert!(made.success());
+    let shape = store.shape_path_for(SHAPE).unwrap();
+    std::fs::create_dir(&shape).unwrap();
+    // Opening a FIFO for reading waits for a writer: the loads run on a thread, so a regression shows
+    // as a timeout rather than a hung test.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let s = store.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send((s.load(SHAPE).err(), s.load_shape(SHAPE).err()));
+    });
+    let (key_err, shape_err) =
+        rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the loads return instead of blocking");
+    let key_err = key_err.expect("a FIFO is no key");
+    assert!(matches!(&key_err, Error::NotAFile { what: "a FIFO", path } if *path == key), "{key_err}");
+    assert!(key_err.to_string().contains("is a FIFO, not a regular file"), "{key_err}");
+    let shape_err = shape_err.expect("a directory is no shape");
+    assert!(matches!(&shape_err, Error::NotAFile { what: "a directory", .. }), "{shape_err}");
+}
+
+#[test]
+fn temporary_files_of_a_killed_save_are_removed_and_live_ones_kept() {
+    let (_dir, store) = store("temps");
+    let dir = store.dir();
+    // No process has this id (ids are at most 2^22 on Linux).
+    let dead = dir.join(format!(".{SHAPE}.cuzkpk.tmp-{}-0", u32::MAX - 1));
+    let dead_shape = dir.join(format!(".{SHAPE}.cuzkrs.tmp-{}-3", u32::MAX - 1));
+    let ours = dir.join(format!(".{SHAPE}.cuzkpk.tmp-{}-7", std::process::id()));
+    let foreign = dir.join(format!(".notes.txt.tmp-{}-0", u32::MAX - 1));
+    for p in [&dead, &dead_shape, &ours, &foreign] {
+        std::fs::write(p, b"partial").unwrap();
+    }
+    let mut removed = store.remove_stale_temps().unwrap();
+    removed.sort();
+    let mut expected = vec![dead.clone(), dead_shape.clone()];
+    expected.sort();
+    assert_eq!(removed, expected);
+    assert!(!dead.exists() && !dead_shape.exists());
+    assert!(ours.exists(), "a temporary file of a live process stays");
+    assert!(foreign.exists(), "a file the store did not name stays");
+    assert!(store.remove_stale_temps().unwrap().is_empty());
+}

@@ -120,6 +120,15 @@ pub struct ServiceConfig {
     pub timeline_spans: usize,
     /// Host memory budget of all keys together, in GiB; 0 for three quarters of the available memory.
     pub host_budget_gib: f64,
+    /// Most gRPC connections open at once (lowered to what the open files limit allows).
+    pub max_connections: usize,
+    /// Most metrics (HTTP) connections open at once.
+    pub metrics_max_connections: usize,
+    /// Seconds a new connection may take to send its first byte before it is closed.
+    pub handshake_timeout_secs: u64,
+    /// Seconds a connection may send nothing before it is closed (the gRPC server pings its clients
+    /// at half this, so a live client always answers in time).
+    pub idle_timeout_secs: u64,
     /// Largest request accepted, in bytes.
     pub max_request_bytes: usize,
     /// Most partitions in one proof.
@@ -159,6 +168,10 @@ impl Default for ServiceConfig {
             gpu_workers_per_device: 2,
             timeline_spans: 65536,
             host_budget_gib: 0.0,
+            max_connections: 256,
+            metrics_max_connections: 16,
+            handshake_timeout_secs: 10,
+            idle_timeout_secs: 120,
             max_request_bytes: 16 << 20,
             max_partitions: 64,
             max_log_rows: 27,
@@ -206,6 +219,16 @@ timeline_spans = 65536
 # it is on the device; a key that does not fit beside the others (with room for a partition) is
 # refused.
 host_budget_gib = 0
+# The most gRPC and metrics connections open at once. More clients wait to be accepted (their first
+# call waits) until one closes. Lowered, with a warning, to what the open files limit (ulimit -n)
+# leaves room for; `cuzk serve` raises its soft limit to the hard one first.
+max_connections = 256
+metrics_max_connections = 16
+# A connection that sends nothing for handshake_timeout_secs after it opens, or for
+# idle_timeout_secs later, is closed. The gRPC server pings its clients every idle_timeout_secs / 2,
+# so a client waiting for a long proof stays connected.
+handshake_timeout_secs = 10
+idle_timeout_secs = 120
 # The largest request accepted, in bytes.
 max_request_bytes = 16777216
 # The most partitions in one proof.
@@ -239,7 +262,11 @@ type Range = (&'static str, fn(&ServiceConfig) -> u64, u64, u64);
 
 const DAY: u64 = 24 * 3600;
 
-const RANGES: [Range; 11] = [
+const RANGES: [Range; 15] = [
+    ("max_connections", |c| c.max_connections as u64, 1, 1 << 20),
+    ("metrics_max_connections", |c| c.metrics_max_connections as u64, 1, 1 << 16),
+    ("handshake_timeout_secs", |c| c.handshake_timeout_secs, 1, 3600),
+    ("idle_timeout_secs", |c| c.idle_timeout_secs, 2, DAY),
     ("timeline_spans", |c| c.timeline_spans as u64, 1, 1 << 24),
     ("partition_workers", |c| c.partition_workers as u64, 0, 4096),
     ("priority_workers", |c| c.priority_workers as u64, 0, 1024),
@@ -377,6 +404,9 @@ mod tests {
             ("max_keys = 0", "max_keys"),
             ("max_partitions = 0", "max_partitions"),
             ("max_request_bytes = 10", "max_request_bytes"),
+            ("max_connections = 0", "max_connections"),
+            ("idle_timeout_secs = 0", "idle_timeout_secs"),
+            ("handshake_timeout_secs = 86400", "handshake_timeout_secs"),
         ] {
             let c = ServiceConfig::from_toml(toml).unwrap();
             let e = c.check().expect_err(toml).to_string();

@@ -23,9 +23,12 @@ use tokio::sync::watch;
 use tracing::Instrument;
 
 use crate::config::ServiceConfig;
+use crate::conn::Limits;
 use crate::error::ServiceError;
-use crate::metrics::{gauge_value, DegradationLabel, KeyLabel, Metrics};
+use crate::metrics::{gauge_value, DegradationLabel, KeyLabel, ListenerLabel, Metrics};
 use crate::registry::{BoxedCircuit, KindKey, Registry};
+
+mod keys;
 
 /// A resident key and its pipeline.
 pub struct Resident {
@@ -149,6 +152,8 @@ pub struct Daemon {
     keys: Mutex<BTreeMap<String, Arc<Resident>>>,
     /// Key ids being loaded, so two loads of one id do not both do the work.
     loading: Mutex<std::collections::BTreeSet<String>>,
+    /// One gate per shape being generated, so loads of one missing key generate it once.
+    generating: Mutex<BTreeMap<String, Arc<Mutex<()>>>>,
     jobs: Mutex<BTreeMap<String, Job>>,
     next_job: AtomicU64,
     accepting: AtomicBool,
@@ -156,6 +161,8 @@ pub struct Daemon {
     aborted: AtomicBool,
     started: Instant,
     metrics: Metrics,
+    /// The listeners' connection limits, for the metrics.
+    listeners: Mutex<Vec<Arc<Limits>>>,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -209,6 +216,15 @@ impl Daemon {
         let store = cuzk::keystore::KeyStore::open(&config.key_dir).map_err(|e| {
             ServiceError::from_engine(&format!("key directory {}", config.key_dir.display()), &e.into())
         })?;
+        // Saves cut short by a kill leave their temporary files: they are nobody's now.
+        match store.remove_stale_temps() {
+            Ok(removed) => {
+                for path in removed {
+                    tracing::warn!(path = %path.display(), "removed a temporary file of an interrupted save");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not look for stale temporary files"),
+        }
         let budget = cuzk::sched::Budget::new(config.scheduler().host_budget_bytes);
         Ok(Self {
             engine,
@@ -218,12 +234,14 @@ impl Daemon {
             budget,
             keys: Mutex::new(BTreeMap::new()),
             loading: Mutex::new(std::collections::BTreeSet::new()),
+            generating: Mutex::new(BTreeMap::new()),
             jobs: Mutex::new(BTreeMap::new()),
             next_job: AtomicU64::new(1),
             accepting: AtomicBool::new(true),
             aborted: AtomicBool::new(false),
             started: Instant::now(),
             metrics: Metrics::default(),
+            listeners: Mutex::new(Vec::new()),
         })
     }
 
@@ -262,6 +280,22 @@ impl Daemon {
         (self.budget.capacity(), self.budget.used(), self.budget.peak())
     }
 
+    /// The connection limits of a listener called `name` that takes at most `max` connections, with
+    /// the configured timeouts; its connections show in the metrics.
+    pub fn connection_limits(&self, name: &'static str, max: usize) -> Arc<Limits> {
+        let c = &self.config;
+        let label = ListenerLabel { listener: name.into() };
+        let limits = Limits::new(
+            name,
+            max,
+            Duration::from_secs(c.handshake_timeout_secs),
+            Duration::from_secs(c.idle_timeout_secs),
+            self.metrics.connections_closed_quiet.get_or_create(&label).clone(),
+        );
+        lock(&self.listeners).push(Arc::clone(&limits));
+        limits
+    }
+
     /// Counts a request refused before it reached the daemon (a bad priority, say).
     pub fn count_rejected(&self) {
         self.metrics.rejected.inc();
@@ -282,136 +316,6 @@ impl Daemon {
         self.metrics.expired.inc_by(gone.len() as u64);
         let dropped: Vec<Job> = gone.iter().filter_map(|id| jobs.remove(id)).collect();
         release(dropped);
-    }
-
-    /// Makes a key resident under `key_id` (blocking: it may read or generate a large key).
-    pub fn load_key(&self, key_id: &str, kind: &str, params: &[u8]) -> Result<Loaded, ServiceError> {
-        let result = self.load_key_counted(key_id, kind, params);
-        match &result {
-            Ok(l) => tracing::info!(
-                key = key_id,
-                kind,
-                shape = %l.shape_id,
-                constraints = l.constraints,
-                generated = l.generated,
-                seconds = l.seconds,
-                "key resident"
-            ),
-            Err(e) => {
-                self.metrics.key_loads_failed.inc();
-                tracing::warn!(key = %shown(key_id), kind = %shown(kind), error = %e, "key not loaded");
-            }
-        }
-        result
-    }
-
-    fn load_key_counted(&self, key_id: &str, kind: &str, params: &[u8]) -> Result<Loaded, ServiceError> {
-        let t = Instant::now();
-        check_id("key id", key_id)?;
-        if !self.accepting.load(Ordering::SeqCst) {
-            return Err(ServiceError::Unavailable("the daemon is shutting down".into()));
-        }
-        {
-            let keys = lock(&self.keys);
-            let mut loading = lock(&self.loading);
-            if keys.contains_key(key_id) || loading.contains(key_id) {
-                return Err(ServiceError::AlreadyExists(format!(
-                    "key {key_id:?} is already resident or loading"
-                )));
-            }
-            if keys.len() + loading.len() >= self.config.max_keys {
-                return Err(ServiceError::ResourceExhausted(format!(
-                    "{} keys are resident or loading (max_keys)",
-                    keys.len() + loading.len()
-                )));
-            }
-            loading.insert(key_id.to_owned());
-        }
-        let result = self.load_reserved(key_id, kind, params, t);
-        lock(&self.loading).remove(key_id);
-        result
-    }
-
-    /// [`Daemon::load_key`] once the id is reserved.
-    fn load_reserved(
-        &self,
-        key_id: &str,
-        kind: &str,
-        params: &[u8],
-        t: Instant,
-    ) -> Result<Loaded, ServiceError> {
-        let k = self
-            .registry
-            .get(kind)
-            .ok_or_else(|| ServiceError::NotFound(format!("unknown circuit kind {}", shown(kind))))?;
-        let spec = k
-            .key(params, self.config.max_log_rows)
-            .map_err(|e| ServiceError::InvalidArgument(e.to_string()))?;
-        let shape_id = spec.shape_id();
-        let in_store = self
-            .store
-            .contains(&shape_id)
-            .map_err(|e| ServiceError::from_engine("the key directory", &e.into()))?;
-        let generated = !in_store;
-        if generated {
-            if !self.config.generate_missing_keys {
-                return Err(ServiceError::NotFound(format!(
-                    "the key directory has no key for shape {shape_id} and generating keys is off"
-                )));
-            }
-            self.generate(spec.as_ref(), &shape_id)?;
-        }
-        let (key, _) = self
-            .engine
-            .load_key_from_store(&self.store, &shape_id)
-            .map_err(|e| ServiceError::from_engine(&format!("loading the key for {shape_id}"), &e))?;
-        let constraints = key.shape().map(|s| s.counts().constraints).unwrap_or_default();
-        let mut verifying_key = Vec::new();
-        key.vk()
-            .serialize_compressed(&mut verifying_key)
-            .map_err(|e| ServiceError::Failed(format!("serializing the verifying key: {e}")))?;
-        let pipeline = self
-            .engine
-            .pipeline_sharing::<BoxedCircuit>(&key, self.config.scheduler(), &self.budget)
-            .map_err(|e| match e {
-                cuzk::Error::HostBudget { .. } => ServiceError::ResourceExhausted(format!(
-                    "key {key_id:?}: {e}; resident keys hold their part until they are evicted and \
-                     their proofs collected"
-                )),
-                e => ServiceError::from_engine(&format!("starting the pipeline for {shape_id}"), &e),
-            })?;
-        let resident = Arc::new(Resident {
-            id: key_id.to_owned(),
-            kind: kind.to_owned(),
-            spec,
-            shape_id: shape_id.clone(),
-            constraints,
-            domain_size: key.domain_size(),
-            devices: key.devices(),
-            pipeline,
-        });
-        lock(&self.keys).insert(key_id.to_owned(), resident);
-        Ok(Loaded { shape_id, constraints, generated, seconds: t.elapsed().as_secs_f64(), verifying_key })
-    }
-
-    /// Generates the key and records the shape for `spec` into the key directory.
-    fn generate(&self, spec: &dyn KindKey, shape_id: &str) -> Result<(), ServiceError> {
-        let failed = |what: &'static str| {
-            move |e: &dyn std::fmt::Display| ServiceError::Failed(format!("{what} for {shape_id}: {e}"))
-        };
-        let template = || spec.template().map_err(|e| ServiceError::InvalidArgument(e.to_string()));
-        let mut rng = rand::rngs::StdRng::seed_from_u64(spec.keygen_seed());
-        tracing::info!(shape = shape_id, "generating a key");
-        let pk = ark_groth16::Groth16::<Bls12_381>::generate_random_parameters_with_reduction(
-            template()?,
-            &mut rng,
-        )
-        .map_err(|e| failed("generating the key")(&e))?;
-        let shape = cuzk::R1csShape::record(template()?).map_err(|e| failed("recording the shape")(&e))?;
-        self.store.save_shape(shape_id, &shape).map_err(|e| failed("saving the shape")(&e))?;
-        // The key last: a key in the store always has its shape beside it.
-        self.store.save(shape_id, &pk).map_err(|e| failed("saving the key")(&e))?;
-        Ok(())
     }
 
     /// Takes a key out of service: no new proofs; the ones already submitted finish.
@@ -639,6 +543,11 @@ impl Daemon {
         // Only the keys resident now.
         m.key_host_bytes.clear();
         m.backend_fallback.set(i64::from(self.engine.backend_note().is_some()));
+        for l in lock(&self.listeners).iter() {
+            let label = ListenerLabel { listener: l.name().into() };
+            m.connections_open.get_or_create(&label).set(l.open() as i64);
+            m.connections_max.get_or_create(&label).set(l.max() as i64);
+        }
         m.key_degradations.clear();
         for k in &keys {
             m.key_host_bytes.get_or_create(&KeyLabel { key: k.id.clone() }).set(gauge_value(k.host_bytes));

@@ -1,8 +1,11 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+pub mod authority;
 pub mod client;
+pub mod codec;
 pub mod config;
+pub mod conn;
 pub mod daemon;
 mod error;
 pub mod logging;

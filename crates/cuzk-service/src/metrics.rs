@@ -17,6 +17,12 @@ pub(crate) struct KeyLabel {
     pub(crate) key: String,
 }
 
+/// A listener's label ("grpc" or "metrics").
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(crate) struct ListenerLabel {
+    pub(crate) listener: String,
+}
+
 /// A degradation's label: the key, its kind and the GPU.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(crate) struct DegradationLabel {
@@ -47,6 +53,9 @@ pub(crate) struct Metrics {
     pub(crate) key_host_bytes: Family<KeyLabel, Gauge>,
     pub(crate) backend_fallback: Gauge,
     pub(crate) key_degradations: Family<DegradationLabel, Gauge>,
+    pub(crate) connections_open: Family<ListenerLabel, Gauge>,
+    pub(crate) connections_max: Family<ListenerLabel, Gauge>,
+    pub(crate) connections_closed_quiet: Family<ListenerLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -106,6 +115,24 @@ impl Default for Metrics {
             "Degradations of each resident key by kind and GPU (streamed_bases, fewer_slots); see GetStatus.",
             key_degradations.clone(),
         );
+        let connections_open = Family::<ListenerLabel, Gauge>::default();
+        registry.register(
+            "connections_open",
+            "Connections open now, per listener.",
+            connections_open.clone(),
+        );
+        let connections_max = Family::<ListenerLabel, Gauge>::default();
+        registry.register(
+            "connections_max",
+            "The most connections open at once, per listener (after the open files limit).",
+            connections_max.clone(),
+        );
+        let connections_closed_quiet = Family::<ListenerLabel, Counter>::default();
+        registry.register(
+            "connections_closed_quiet",
+            "Connections closed for sending nothing within the handshake or idle timeout.",
+            connections_closed_quiet.clone(),
+        );
         Self {
             registry,
             submitted,
@@ -127,6 +154,9 @@ impl Default for Metrics {
             key_host_bytes,
             backend_fallback,
             key_degradations,
+            connections_open,
+            connections_max,
+            connections_closed_quiet,
         }
     }
 }

@@ -88,6 +88,10 @@ pub trait KindKey: Send + Sync + 'static {
     fn template(&self) -> Result<BoxedCircuit, KindError>;
     /// The seed for generating the key, so a key directory can be rebuilt identically.
     fn keygen_seed(&self) -> u64;
+    /// Rows of the key's circuit (constraints plus public inputs; at least the real count, a power
+    /// of two is fine): what generating its key will need of the host budget is reckoned from it
+    /// before generation starts.
+    fn rows(&self) -> u64;
     /// One partition's circuit from its input bytes.
     fn partition(&self, input: &[u8]) -> Result<BoxedCircuit, KindError>;
     /// The partition's public inputs (for clients that check proofs; the daemon checks every proof
@@ -168,6 +172,7 @@ struct SeedInput {
 struct BuiltInKey<C> {
     template: C,
     shape_id: String,
+    rows: u64,
     fill: fn(&C, &[u8]) -> Result<C, KindError>,
     public_inputs: fn(&C) -> Vec<Fr>,
 }
@@ -183,6 +188,10 @@ impl<C: ConstraintSynthesizer<Fr> + Copy + Send + Sync + 'static> KindKey for Bu
 
     fn keygen_seed(&self) -> u64 {
         0
+    }
+
+    fn rows(&self) -> u64 {
+        self.rows
     }
 
     fn partition(&self, input: &[u8]) -> Result<BoxedCircuit, KindError> {
@@ -214,6 +223,7 @@ impl CircuitKind for SyntheticKind {
         Ok(Box::new(BuiltInKey {
             template,
             shape_id: template.shape_id(),
+            rows: 1 << p.log_rows,
             fill: |t, input| {
                 let i: SeedInput = parse("synthetic partition input", input)?;
                 Ok(Synthetic { seed: i.seed, ..*t })
@@ -252,6 +262,7 @@ impl CircuitKind for PorepLikeKind {
         Ok(Box::new(BuiltInKey {
             template,
             shape_id: template.params.shape_id(),
+            rows: 1 << p.log_constraints,
             fill: |t, input| {
                 let i: PorepInput = parse("porep-like partition input", input)?;
                 PorepLike::new(t.params, i.seed, i.partition).map_err(KindError::circuit)

@@ -91,6 +91,15 @@ impl Drop for Abandon<'_> {
     }
 }
 
+/// Raises a flag when dropped: a call's future is dropped when its client goes away.
+struct GiveUp(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for GiveUp {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// The gRPC service.
 #[derive(Debug, Clone)]
 pub struct Service {
@@ -212,11 +221,16 @@ impl Prover for Service {
     async fn load_key(&self, req: Request<pb::LoadKeyRequest>) -> Result<Response<pb::LoadKeyReply>, Status> {
         let r = req.into_inner();
         let daemon = Arc::clone(&self.daemon);
+        // A client that goes away (or whose deadline passes) drops this call: the load is given up,
+        // and a key being generated for it stops.
+        let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let _given_up = GiveUp(Arc::clone(&cancel));
         // Reading or generating a key is long CPU and disk work: off the async threads.
-        let loaded =
-            tokio::task::spawn_blocking(move || daemon.load_key(&r.key_id, &r.circuit_kind, &r.params))
-                .await
-                .map_err(|e| Status::internal(format!("loading the key: {e}")))??;
+        let loaded = tokio::task::spawn_blocking(move || {
+            daemon.load_key_unless(&r.key_id, &r.circuit_kind, &r.params, &cancel)
+        })
+        .await
+        .map_err(|e| Status::internal(format!("loading the key: {e}")))??;
         Ok(Response::new(pb::LoadKeyReply {
             shape_id: loaded.shape_id,
             constraints: loaded.constraints as u64,
@@ -275,17 +289,26 @@ pub async fn serve(
         drain_daemon.stop_accepting();
         drain(&drain_daemon).await;
     };
-    let router =
-        tonic::transport::Server::builder().add_service(health_svc).add_service(reflection).add_service(svc);
+    let c = daemon.config();
+    let (max, _) = crate::conn::fit_to_open_files(c.max_connections, c.metrics_max_connections);
+    let limits = daemon.connection_limits("grpc", max);
+    // Pings at half the idle timeout keep a live client's connection from going quiet.
+    let ping = limits.idle() / 2;
+    let router = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(ping))
+        .http2_keepalive_timeout(Some(ping.min(Duration::from_secs(20))))
+        .add_service(health_svc)
+        .add_service(reflection)
+        .add_service(svc);
     match listen {
         Listen::Tcp(addr) => {
             let l = tokio::net::TcpListener::bind(&addr)
                 .await
                 .map_err(|source| ServeError::Bind { addr: addr.clone(), source })?;
             let bound = l.local_addr().map_err(|source| ServeError::Bind { addr, source })?;
-            tracing::info!(address = %bound, "serving gRPC");
+            tracing::info!(address = %bound, max_connections = max, "serving gRPC");
             ready(bound.to_string());
-            let incoming = tokio_stream::wrappers::TcpListenerStream::new(l);
+            let incoming = crate::conn::incoming(l, limits, |s| s);
             router.serve_with_incoming_shutdown(incoming, on_signal).await?;
         }
         Listen::Unix(path) => {
@@ -295,9 +318,10 @@ pub async fn serve(
             // Only this user may connect: the socket's mode, not the umask's.
             std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
                 .map_err(bind_error)?;
-            tracing::info!(address = %format!("unix://{}", path.display()), "serving gRPC");
+            tracing::info!(address = %format!("unix://{}", path.display()), max_connections = max, "serving gRPC");
             ready(format!("unix://{}", path.display()));
-            let incoming = tokio_stream::wrappers::UnixListenerStream::new(l);
+            // Stock clients send the socket's path as the authority: see `authority`.
+            let incoming = crate::conn::incoming(l, limits, crate::authority::Rewrite::new);
             let served = router.serve_with_incoming_shutdown(incoming, on_signal).await;
             let _ = std::fs::remove_file(&path);
             served?;
@@ -365,6 +389,13 @@ pub async fn spawn(daemon: Arc<Daemon>, listen: Listen) -> Result<Background, Se
     }
 }
 
+/// The metrics listener's connection limits.
+fn metrics_limits(daemon: &Daemon) -> Arc<crate::conn::Limits> {
+    let c = daemon.config();
+    let (_, max) = crate::conn::fit_to_open_files(c.max_connections, c.metrics_max_connections);
+    daemon.connection_limits("metrics", max)
+}
+
 /// Finishes or cancels the proofs by policy. "finish" waits, for at most the grace time, until every
 /// proof is done and collected, or until [`Daemon::abort`]; then (or at once with "cancel") what is
 /// still live is cancelled.
@@ -398,14 +429,15 @@ pub async fn signal() {
 }
 
 /// Serves the metrics over HTTP at `/metrics` (GET and HEAD; other methods 405, other paths 404)
-/// until `stop` resolves. Each connection gets 5 s to send its request head, so idle or slow clients
-/// cannot hold it open.
+/// until `stop` resolves. Each request head must arrive within 5 s, and connections are bounded and
+/// closed when quiet as on the gRPC listener (`metrics_max_connections`, the same timeouts).
 pub async fn serve_metrics(
     daemon: Arc<Daemon>,
     listener: tokio::net::TcpListener,
     stop: impl Future<Output = ()>,
 ) {
     use axum::http::header::CONTENT_TYPE;
+    let limits_daemon = Arc::clone(&daemon);
     let app = axum::Router::new().route(
         "/metrics",
         axum::routing::get(move || {
@@ -416,13 +448,15 @@ pub async fn serve_metrics(
             }
         }),
     );
+    let c = metrics_limits(&limits_daemon);
+    let mut incoming = crate::conn::incoming(listener, c, |s| s);
     tokio::pin!(stop);
     loop {
         let conn = tokio::select! {
             _ = &mut stop => return,
-            c = listener.accept() => c,
+            c = tokio_stream::StreamExt::next(&mut incoming) => c,
         };
-        let Ok((stream, _)) = conn else { continue };
+        let Some(Ok(stream)) = conn else { return };
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
         tokio::spawn(async move {
             let mut http = hyper::server::conn::http1::Builder::new();

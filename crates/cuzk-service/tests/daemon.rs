@@ -14,7 +14,7 @@ use tonic::transport::Channel;
 use tonic::Code;
 
 mod common;
-use common::{cpu_daemon, temp_dir, TempDir};
+use common::{cpu_daemon, metric, temp_dir, TempDir};
 
 /// A daemon serving on 127.0.0.1 with a fresh key directory.
 struct Running {
@@ -81,14 +81,6 @@ fn check_proofs(vk: &VerifyingKey<Bls12_381>, log_rows: u32, seeds: &[u64], proo
         let inputs: Vec<Fr> = cuzk_circuits::Synthetic::with_log_rows(log_rows, *seed).public_input_values();
         assert!(Groth16::<Bls12_381>::verify_proof(&pvk, &proof, &inputs).unwrap(), "seed {seed}");
     }
-}
-
-async fn metric(c: &mut ProverClient<Channel>, name: &str) -> f64 {
-    let text = c.get_metrics(pb::MetricsRequest {}).await.unwrap().into_inner().text;
-    text.lines()
-        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
 }
 
 async fn stop(r: Running) {
@@ -309,13 +301,16 @@ async fn keys_share_one_budget_and_uncollected_proofs_expire() {
     assert!(held > 0);
     assert_eq!(s.budget_used_bytes, held, "the key is reserved from the daemon's budget");
     let partition = s.keys[0].domain_size * 128;
-    stop(r).await;
+    let Running { served, _dir: keys } = r;
+    served.stop().await.unwrap();
 
-    // Room for two such keys and one partition, not for three keys.
+    // Room for two such keys and one partition, not for three keys. The probe's key directory has
+    // the key: generating it would need far more room than this budget (keygen.rs tests that).
     let bytes = 2 * held + partition + 1024;
     let r = start("budget", |c| {
         c.host_budget_gib = bytes as f64 / (1u64 << 30) as f64;
         c.result_ttl_secs = 1;
+        c.key_dir = keys.0.clone();
     })
     .await;
     let mut c = client(&r).await;
@@ -535,6 +530,10 @@ impl cuzk_service::KindKey for SquareKey {
         9
     }
 
+    fn rows(&self) -> u64 {
+        2
+    }
+
     fn partition(&self, input: &[u8]) -> Result<cuzk_service::BoxedCircuit, KindError> {
         square_input(input).map(|x| cuzk_service::BoxedCircuit::new(Square(x)))
     }
@@ -644,6 +643,75 @@ async fn each_kind_of_engine_error_reaches_the_client_as_its_code() {
     served.stop().await.unwrap();
 }
 
+/// Sends a request's bytes as they are, whatever they hold, and decodes the reply as a `LoadKeyReply`.
+#[derive(Default)]
+struct RawLoadKey;
+
+struct RawEncoder;
+
+impl tonic::codec::Encoder for RawEncoder {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+    fn encode(&mut self, item: Vec<u8>, buf: &mut tonic::codec::EncodeBuf<'_>) -> Result<(), tonic::Status> {
+        bytes::BufMut::put_slice(buf, &item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Codec for RawLoadKey {
+    type Encode = Vec<u8>;
+    type Decode = pb::LoadKeyReply;
+    type Encoder = RawEncoder;
+    type Decoder = tonic_prost::ProstDecoder<pb::LoadKeyReply>;
+    fn encoder(&mut self) -> RawEncoder {
+        RawEncoder
+    }
+    fn decoder(&mut self) -> Self::Decoder {
+        tonic_prost::ProstCodec::<(), pb::LoadKeyReply>::raw_decoder(Default::default())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undecodable_requests_and_key_files_that_are_no_files_are_refused_clearly() {
+    let r = start("undecodable", |_| {}).await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", r.served.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut raw = tonic::client::Grpc::new(channel);
+    for (bytes, what) in [
+        // key_id (field 1) holding bytes that are not UTF-8.
+        (vec![0x0a, 0x02, 0xff, 0xfe], "invalid UTF-8"),
+        // key_id announcing 9 bytes and holding 1.
+        (vec![0x0a, 0x09, b'k'], "truncated"),
+    ] {
+        raw.ready().await.unwrap();
+        let path = tonic::codegen::http::uri::PathAndQuery::from_static("/cuzk.v1.Prover/LoadKey");
+        let status = raw.unary(tonic::Request::new(bytes), path, RawLoadKey).await.unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{what}: {status:?}");
+        assert!(status.message().contains("not a valid message"), "{what}: {status:?}");
+    }
+    // A FIFO where the key file would be: refused at once (opening it would wait for a writer).
+    let mut c = client(&r).await;
+    let shape = cuzk_circuits::Synthetic::with_log_rows(5, 0).shape_id();
+    let path = cuzk::keystore::KeyStore::open(&r._dir.0).unwrap().path_for(&shape).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
+    let load = pb::LoadKeyRequest {
+        key_id: "fifo".into(),
+        circuit_kind: "synthetic".into(),
+        params: br#"{"log_rows": 5}"#.to_vec(),
+    };
+    let status = tokio::time::timeout(Duration::from_secs(10), c.load_key(load))
+        .await
+        .expect("LoadKey answers instead of waiting on the FIFO")
+        .unwrap_err();
+    assert!(status.message().contains("is a FIFO, not a regular file"), "{status:?}");
+    // The daemon still serves, and stops without waiting on the FIFO either.
+    c.get_status(pb::StatusRequest {}).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), stop(r)).await.expect("the daemon stops");
+}
+
 #[test]
 fn submitting_outside_a_runtime_is_an_error_not_a_panic() {
     let dir = temp_dir("no-runtime");
@@ -680,6 +748,8 @@ async fn the_backend_in_use_and_why_are_in_get_status_and_the_metrics() {
         // The CPU backend has nothing to degrade: no streamed bases, no device slots.
         if status.backend == "cpu" {
             assert!(status.keys.iter().all(|k| k.degradations.is_empty()), "{:?}", status.keys);
+            // Resident on no GPU: the host is not counted as a device.
+            assert!(status.keys.iter().all(|k| k.devices == 0), "{:?}", status.keys);
             assert!(!metrics.contains("cuzk_key_degradations{"), "{metrics}");
         }
     }

@@ -168,7 +168,7 @@ fn store_kind(e: &cuzk_keystore::Error) -> ErrorKind {
     match e {
         S::InvalidShapeId { .. } => ErrorKind::InvalidInput,
         S::NotFound { .. } => ErrorKind::NotFound,
-        S::Io { .. } | S::Stream { .. } => ErrorKind::Internal,
+        S::Io { .. } | S::Stream { .. } | S::NotAFile { .. } => ErrorKind::Internal,
         _ => ErrorKind::Corrupt,
     }
 }

@@ -29,7 +29,9 @@ pub use cuzk_synth as synth;
 pub use ark_bls12_381::{Bls12_381, Fr};
 pub use ark_groth16::{Proof, ProvingKey, VerifyingKey};
 pub use ark_relations::gr1cs::{ConstraintSynthesizer, SynthesisError};
-pub use cuzk_groth16::{quantile, PerStage, Stage, StageTimes, Summary};
+pub use cuzk_groth16::{
+    generate_key, quantile, setup_host_bytes, PerStage, SetupError, Stage, StageTimes, Summary,
+};
 pub use cuzk_synth::{Counts, R1csShape};
 
 /// The layers below the facade, for users who need more than the engine.

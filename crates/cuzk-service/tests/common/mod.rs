@@ -32,3 +32,16 @@ pub fn cpu_daemon(
     tune(&mut config);
     std::sync::Arc::new(cuzk_service::Daemon::new(config, registry).expect("daemon"))
 }
+
+/// A metric's value from `GetMetrics` (the first sample whose name and labels are `name`).
+#[allow(dead_code)] // not every test file reads metrics
+pub async fn metric(
+    c: &mut cuzk_service::proto::prover_client::ProverClient<tonic::transport::Channel>,
+    name: &str,
+) -> f64 {
+    let text = c.get_metrics(cuzk_service::proto::MetricsRequest {}).await.unwrap().into_inner().text;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+}
