@@ -437,7 +437,7 @@ pub async fn serve_metrics(
     stop: impl Future<Output = ()>,
 ) {
     use axum::http::header::CONTENT_TYPE;
-    let limits_daemon = Arc::clone(&daemon);
+    let limits = metrics_limits(&daemon);
     let app = axum::Router::new().route(
         "/metrics",
         axum::routing::get(move || {
@@ -448,8 +448,7 @@ pub async fn serve_metrics(
             }
         }),
     );
-    let c = metrics_limits(&limits_daemon);
-    let mut incoming = crate::conn::incoming(listener, c, |s| s);
+    let mut incoming = crate::conn::incoming(listener, limits, |s| s);
     tokio::pin!(stop);
     loop {
         let conn = tokio::select! {

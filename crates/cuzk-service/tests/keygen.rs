@@ -101,3 +101,29 @@ async fn generation_stops_when_its_caller_goes_away_or_the_daemon_shuts_down() {
     assert_eq!(status.code(), Code::Cancelled, "{status:?}");
     assert!(status.message().contains("shutting down"), "{status:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_waiting_for_another_generation_of_its_key_can_be_given_up() {
+    let dir = temp_dir("keygen-wait");
+    let daemon = cpu_daemon(&dir, Registry::default(), |_| {});
+    let served = cuzk_service::spawn(Arc::clone(&daemon), Listen::Tcp("127.0.0.1:0".into())).await.unwrap();
+    let mut c = cuzk_service::client::connect(&served.addr).await.unwrap();
+    // The first load generates 2^18 rows (tens of seconds here); the second waits for it.
+    let mut first = c.clone();
+    let generating = tokio::spawn(async move { first.load_key(load("first", 18)).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut request = tonic::Request::new(load("second", 18));
+    request.set_timeout(Duration::from_millis(300));
+    let given_up = Instant::now();
+    let status = c.load_key(request).await.unwrap_err();
+    assert!(matches!(status.code(), Code::Cancelled | Code::DeadlineExceeded), "{status:?}");
+    // The waiting load ends soon after its caller left, while the first one still generates.
+    while metric(&mut c, "cuzk_key_loads_failed_total").await < 1.0 {
+        assert!(given_up.elapsed() < Duration::from_secs(5), "the waiting load went on waiting");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!generating.is_finished(), "the first load is still generating");
+    served.stop().await.unwrap();
+    let status = generating.await.unwrap().unwrap_err();
+    assert_eq!(status.code(), Code::Cancelled, "{status:?}");
+}

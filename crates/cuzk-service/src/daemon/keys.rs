@@ -2,8 +2,8 @@
 //! per key, admitted by the host budget, stopped when the call is given up).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
 
 use ark_serialize::CanonicalSerialize;
 use rand::SeedableRng;
@@ -159,21 +159,44 @@ impl Daemon {
             )));
         }
         let gate = Arc::clone(lock(&self.generating).entry(shape_id.to_owned()).or_default());
-        let result = {
-            let _turn = lock(&gate);
+        let result = self.wait_turn(&gate, shape_id, cancel).and_then(|_turn| {
             // Another load may have generated it while this one waited.
             match in_store() {
                 Ok(true) => Ok(false),
                 Ok(false) => self.generate(spec, shape_id, cancel).map(|()| true),
                 Err(e) => Err(e),
             }
-        };
+        });
         let mut generating = lock(&self.generating);
         // The map's reference and this one: nobody else waits on the gate.
         if Arc::strong_count(&gate) == 2 {
             generating.remove(shape_id);
         }
         result
+    }
+
+    /// Waits for `gate` (another load generating the same key), giving up when `cancel` is set or
+    /// the daemon stops accepting.
+    fn wait_turn<'a>(
+        &self,
+        gate: &'a Mutex<()>,
+        shape_id: &str,
+        cancel: &AtomicBool,
+    ) -> Result<MutexGuard<'a, ()>, ServiceError> {
+        loop {
+            match gate.try_lock() {
+                Ok(turn) => return Ok(turn),
+                Err(TryLockError::Poisoned(p)) => return Ok(p.into_inner()),
+                Err(TryLockError::WouldBlock) => {}
+            }
+            if cancel.load(Ordering::SeqCst) || !self.accepting.load(Ordering::SeqCst) {
+                return Err(ServiceError::Cancelled(format!(
+                    "waiting for another load to generate the key for {shape_id}: the call was given up \
+                     or the daemon is shutting down"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Generates the key and records the shape for `spec` into the key directory, once the host
