@@ -43,6 +43,9 @@ pub(crate) enum Command {
     /// the kernel spans (placed by the device clock on a GPU) beside the lock-bracket figure, the
     /// device's idle time by cause, per-proof times.
     Timeline(TimelineArgs),
+    /// Filecoin's own proofs: seal a test sector, prove PoRep C2 from a C1 output, prove a PoSt,
+    /// verify with Filecoin's verifier.
+    Filecoin(crate::filecoin::FilecoinArgs),
 }
 
 /// Flags of `cuzk timeline`.

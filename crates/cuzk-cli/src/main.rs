@@ -1,5 +1,5 @@
 //! The `cuzk` command line: prove and benchmark the built-in circuits, generate and store their keys,
-//! read pipeline timelines, and run the proving daemon. `main` only dispatches: the flags are in
+//! read pipeline timelines, run the proving daemon, and prove Filecoin's own circuits. `main` only dispatches: the flags are in
 //! `flags`, each command in a module of its own.
 
 #![forbid(unsafe_code)]
@@ -12,6 +12,7 @@ mod ark;
 mod bench_daemon;
 mod bench_load;
 mod bench_synth;
+mod filecoin;
 mod flags;
 mod keygen;
 mod output;
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => serve::serve(a),
         Command::Config(a) => serve::config(a),
         Command::Timeline(a) => timeline::run(a),
+        Command::Filecoin(a) => filecoin::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

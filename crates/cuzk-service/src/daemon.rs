@@ -355,20 +355,30 @@ impl Daemon {
                 self.config.max_partitions
             ))));
         }
-        let mut circuits = Vec::with_capacity(partitions.len());
         let mut rng = rand::rngs::StdRng::from_entropy();
         // The sequence number orders jobs in the scheduler; the random part keeps ids unguessable.
         let n = self.next_job.fetch_add(1, Ordering::Relaxed);
         let id = format!("job-{n}-{:016x}", rng.next_u64());
         let sched_id = JobId(n);
-        for (i, input) in partitions.iter().enumerate() {
-            let c = key
-                .spec
-                .partition(input)
-                .map_err(|e| reject(ServiceError::InvalidArgument(format!("partition {i}: {e}"))))?;
-            use ark_ff::UniformRand;
-            circuits.push((c, Fr::rand(&mut rng), Fr::rand(&mut rng)));
+        let circuits = key
+            .spec
+            .circuits(partitions)
+            .map_err(|e| reject(ServiceError::InvalidArgument(e.to_string())))?;
+        if circuits.is_empty() || circuits.len() > self.config.max_partitions {
+            return Err(reject(ServiceError::InvalidArgument(format!(
+                "the request has {} partitions: a proof has 1 to {}",
+                circuits.len(),
+                self.config.max_partitions
+            ))));
         }
+        let circuits: Vec<_> = circuits
+            .into_iter()
+            .map(|c| {
+                use ark_ff::UniformRand;
+                (c, Fr::rand(&mut rng), Fr::rand(&mut rng))
+            })
+            .collect();
+        let partition_count = circuits.len();
         let mut jobs = lock(&self.jobs);
         self.expire(&mut jobs);
         // Checked again under the lock, so no job slips in after a shutdown's cancel_all.
@@ -391,13 +401,15 @@ impl Daemon {
         span.in_scope(|| {
             tracing::info!(partitions = partitions.len(), ?priority, sched_job = n, "proof submitted")
         });
-        jobs.insert(id.clone(), Job { key, sched_id, priority, partitions: partitions.len(), outcome: rx });
+        let checked = Arc::clone(&key);
+        jobs.insert(id.clone(), Job { key, sched_id, priority, partitions: partition_count, outcome: rx });
         drop(jobs);
         self.metrics.submitted.inc();
         let daemon = Arc::clone(self);
+        let inputs = partitions.to_vec();
         runtime.spawn(
             async move {
-                let outcome = daemon.collect(handle.await, submitted);
+                let outcome = daemon.collect(handle.await, submitted, &checked, &inputs);
                 let _ = tx.send(Some((outcome, Instant::now())));
             }
             .instrument(span),
@@ -410,6 +422,8 @@ impl Daemon {
         &self,
         result: Result<Vec<ark_groth16::Proof<Bls12_381>>, cuzk::Error>,
         since: Instant,
+        key: &Resident,
+        inputs: &[Vec<u8>],
     ) -> Outcome {
         let m = &self.metrics;
         let outcome = match result {
@@ -420,8 +434,14 @@ impl Daemon {
                     p.serialize_compressed(&mut b).map(|()| b)
                 })
                 .collect::<Result<Vec<_>, _>>()
-                .map(|proofs| Finished { proofs, seconds: since.elapsed().as_secs_f64() })
-                .map_err(|e| ServiceError::Failed(format!("serializing a proof: {e}"))),
+                .map_err(|e| ServiceError::Failed(format!("serializing a proof: {e}")))
+                .and_then(|proofs| {
+                    // The kind's own verifier (Filecoin's) has the last word.
+                    key.spec
+                        .check(inputs, &proofs)
+                        .map_err(|e| ServiceError::Failed(format!("the proof was refused: {e}")))?;
+                    Ok(Finished { proofs, seconds: since.elapsed().as_secs_f64() })
+                }),
             Err(cuzk::Error::Pipeline(cuzk::sched::JobError::Cancelled)) => {
                 Err(ServiceError::Cancelled("the proof was cancelled".into()))
             }

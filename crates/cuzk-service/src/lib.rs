@@ -8,6 +8,8 @@ pub mod config;
 pub mod conn;
 pub mod daemon;
 mod error;
+mod filecoin;
+mod kind;
 pub mod logging;
 mod metrics;
 pub mod registry;

@@ -3,101 +3,18 @@
 //! A kind parses key parameters (`LoadKey`) into a [`KindKey`], which names the key's shape in the key
 //! directory, gives a circuit of that shape (to generate the key and record its shape) and turns one
 //! partition's input bytes into a circuit. The porep-like and synthetic kinds ship registered; library
-//! users add their own with [`Registry::register`].
+//! users add their own with [`Registry::register`]. Filecoin's kinds (`crate::filecoin`) read their
+//! keys from Filecoin's parameter files and check each proof with Filecoin's verifier.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ark_bls12_381::Fr;
-use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError};
+use ark_relations::gr1cs::ConstraintSynthesizer;
 use cuzk_circuits::{PorepLike, Synthetic};
 use serde::Deserialize;
 
-/// Why a circuit kind refused key parameters or a partition's input.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum KindError {
-    /// The bytes are not the JSON the kind reads.
-    #[error("{what}: {source}")]
-    Parse {
-        /// What was being read ("synthetic key parameters", ...).
-        what: &'static str,
-        /// The parser's error.
-        #[source]
-        source: serde_json::Error,
-    },
-    /// A size outside what the kind (or the daemon's `max_log_rows`) allows.
-    #[error("{what} {value} is outside {min}..={max}")]
-    OutOfRange {
-        /// The value's name.
-        what: &'static str,
-        /// The value given.
-        value: u64,
-        /// The least allowed.
-        min: u64,
-        /// The most allowed.
-        max: u64,
-    },
-    /// The circuit refused the parameters or the input (its own error).
-    #[error("{0}")]
-    Circuit(#[source] Box<dyn std::error::Error + Send + Sync>),
-}
-
-impl KindError {
-    /// A circuit's refusal: an error of its own, or a message.
-    pub fn circuit(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        KindError::Circuit(e.into())
-    }
-}
-
-/// A circuit behind a box, so partitions of any kind share one pipeline type.
-pub struct BoxedCircuit(Box<dyn FnOnce(ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> + Send>);
-
-impl BoxedCircuit {
-    /// Boxes `circuit`.
-    pub fn new<C: ConstraintSynthesizer<Fr> + Send + 'static>(circuit: C) -> Self {
-        Self(Box::new(move |cs| circuit.generate_constraints(cs)))
-    }
-}
-
-impl std::fmt::Debug for BoxedCircuit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("BoxedCircuit")
-    }
-}
-
-impl ConstraintSynthesizer<Fr> for BoxedCircuit {
-    fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
-        (self.0)(cs)
-    }
-}
-
-/// A circuit kind that requests can name.
-pub trait CircuitKind: Send + Sync + 'static {
-    /// The name requests use.
-    fn name(&self) -> &str;
-    /// Parses `LoadKey` parameters. `max_log_rows` bounds the size a request may ask for.
-    fn key(&self, params: &[u8], max_log_rows: u32) -> Result<Box<dyn KindKey>, KindError>;
-}
-
-/// A kind's key: its shape and its partitions.
-pub trait KindKey: Send + Sync + 'static {
-    /// The key-store name of the shape (ASCII letters, digits, `.`, `_`, `-`; checked by the store).
-    fn shape_id(&self) -> String;
-    /// A circuit of the shape, to generate the key and record the shape.
-    fn template(&self) -> Result<BoxedCircuit, KindError>;
-    /// The seed for generating the key, so a key directory can be rebuilt identically.
-    fn keygen_seed(&self) -> u64;
-    /// Rows of the key's circuit (constraints plus public inputs; at least the real count, a power
-    /// of two is fine): what generating its key will need of the host budget is reckoned from it
-    /// before generation starts.
-    fn rows(&self) -> u64;
-    /// One partition's circuit from its input bytes.
-    fn partition(&self, input: &[u8]) -> Result<BoxedCircuit, KindError>;
-    /// The partition's public inputs (for clients that check proofs; the daemon checks every proof
-    /// against the key itself).
-    fn public_inputs(&self, input: &[u8]) -> Result<Vec<Fr>, KindError>;
-}
+pub use crate::kind::{BoxedCircuit, CircuitKind, KindError, KindKey};
 
 /// The registered circuit kinds.
 #[derive(Clone)]
@@ -112,11 +29,15 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Default for Registry {
-    /// The built-in kinds: `synthetic` and `porep-like`.
+    /// The built-in kinds: `synthetic`, `porep-like`, and Filecoin's `filecoin-porep-c2`,
+    /// `filecoin-winning-post` and `filecoin-window-post`.
     fn default() -> Self {
         let mut r = Self { kinds: BTreeMap::new() };
         r.register(SyntheticKind);
         r.register(PorepLikeKind);
+        for kind in crate::filecoin::kinds() {
+            r.register(kind);
+        }
         r
     }
 }
@@ -279,7 +200,10 @@ mod tests {
     #[test]
     fn built_in_kinds_parse_their_inputs_and_refuse_bad_ones() {
         let r = Registry::default();
-        assert_eq!(r.names(), ["porep-like", "synthetic"]);
+        assert_eq!(
+            r.names(),
+            ["filecoin-porep-c2", "filecoin-window-post", "filecoin-winning-post", "porep-like", "synthetic"]
+        );
         let syn = r.get("synthetic").unwrap();
         let key = syn.key(br#"{"log_rows": 6}"#, 27).unwrap();
         assert!(key.partition(br#"{"seed": 3}"#).is_ok());

@@ -104,3 +104,27 @@ impl ConstraintSynthesizer<Fr> for FailingCircuit {
         Ok(())
     }
 }
+
+/// Filecoin's parameter directory for tests, set up once per process: `FIL_PROOFS_PARAMETER_CACHE`
+/// when set, else a cache outside the checkout (`$HOME/.cache/cuzk/filecoin-proof-parameters`), so
+/// parameters generated once (2 KiB PoRep: about 13 minutes on 2 cores) serve every later run; the
+/// variable is then set for this process (and the processes it starts). Filecoin's graph parent cache
+/// goes beside it unless `FIL_PROOFS_PARENT_CACHE` is set.
+pub fn filecoin_parameter_dir() -> std::path::PathBuf {
+    use std::path::PathBuf;
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").map(PathBuf::from).unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+            home.join(".cache/cuzk/filecoin-proof-parameters")
+        });
+        std::fs::create_dir_all(&dir).expect("create the Filecoin parameter directory");
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+        if std::env::var_os("FIL_PROOFS_PARENT_CACHE").is_none() {
+            std::env::set_var("FIL_PROOFS_PARENT_CACHE", dir.join("parents"));
+        }
+        println!("Filecoin parameters in {}", dir.display());
+        dir
+    })
+    .clone()
+}

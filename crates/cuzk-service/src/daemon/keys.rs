@@ -97,16 +97,26 @@ impl Daemon {
             .key(params, self.config.max_log_rows)
             .map_err(|e| ServiceError::InvalidArgument(e.to_string()))?;
         let shape_id = spec.shape_id();
-        let generated = self.generate_if_missing(spec.as_ref(), &shape_id, cancel)?;
-        if cancel.load(Ordering::SeqCst) {
-            return Err(ServiceError::Cancelled(format!(
-                "loading the key for {shape_id}: the call was given up"
-            )));
-        }
-        let (key, _) = self
-            .engine
-            .load_key_from_store(&self.store, &shape_id)
-            .map_err(|e| ServiceError::from_engine(&format!("loading the key for {shape_id}"), &e))?;
+        let (key, generated) = match spec.resident_key(&self.engine) {
+            // The kind reads its key itself (Filecoin's parameter files).
+            Some(own) => (
+                own.map_err(|e| ServiceError::Failed(format!("loading the key for {shape_id}: {e}")))?,
+                false,
+            ),
+            None => {
+                let generated = self.generate_if_missing(spec.as_ref(), &shape_id, cancel)?;
+                if cancel.load(Ordering::SeqCst) {
+                    return Err(ServiceError::Cancelled(format!(
+                        "loading the key for {shape_id}: the call was given up"
+                    )));
+                }
+                let (key, _) = self
+                    .engine
+                    .load_key_from_store(&self.store, &shape_id)
+                    .map_err(|e| ServiceError::from_engine(&format!("loading the key for {shape_id}"), &e))?;
+                (key, generated)
+            }
+        };
         let constraints = key.shape().map(|s| s.counts().constraints).unwrap_or_default();
         let mut verifying_key = Vec::new();
         key.vk()
