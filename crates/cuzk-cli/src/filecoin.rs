@@ -257,6 +257,11 @@ struct ProofOutput {
 #[derive(Serialize)]
 struct Compared {
     cuzk_seconds: f64,
+    /// cuzk's synthesis, summed over partitions (they run in parallel).
+    cuzk_synthesis_seconds: f64,
+    /// cuzk's GPU time (the device stages on the device's clock), summed over partitions; absent on
+    /// the CPU backend.
+    cuzk_gpu_seconds: Option<f64>,
     bellperson_seconds: f64,
     bellperson_read_seconds: f64,
     identical: bool,
@@ -273,6 +278,8 @@ fn report(o: &ProofOutput) {
         o.prove_seconds, o.proof_bytes, o.verified
     );
     if let Some(c) = &o.compared {
+        let gpu = c.cuzk_gpu_seconds.map_or("no GPU".into(), |g| format!("GPU time {g:.3} s"));
+        println!("  cuzk with the same blinding: synthesis {:.3} s, {gpu}", c.cuzk_synthesis_seconds);
         println!(
             "  same blinding: cuzk {:.3} s, bellperson {:.3} s ({:.2}x), bellperson read the file in {:.3} s, identical: {}",
             c.cuzk_seconds,
@@ -296,11 +303,17 @@ fn compare(
     let n = circuits()?.len();
     let blinding = cuzk_filecoin::baseline::random_blinding(n);
     let t = Instant::now();
-    let ours = cuzk_filecoin::prove_circuits(engine, key, circuits()?, Some(blinding.clone()))?;
+    let (ours, reports) =
+        cuzk_filecoin::prove_circuits_report(engine, key, circuits()?, Some(blinding.clone()))?;
     let cuzk_seconds = t.elapsed().as_secs_f64();
+    let cuzk_synthesis_seconds = reports.iter().map(|r| r.synthesis.as_secs_f64()).sum();
+    let gpu: Option<Vec<f64>> =
+        reports.iter().map(|r| r.stages.device_total().map(|d| d.as_secs_f64())).collect();
     let theirs = cuzk_filecoin::baseline::bellperson(key.proof(), circuits()?, &blinding)?;
     Ok(Compared {
         cuzk_seconds,
+        cuzk_synthesis_seconds,
+        cuzk_gpu_seconds: gpu.map(|g| g.iter().sum()),
         bellperson_seconds: theirs.prove.as_secs_f64(),
         bellperson_read_seconds: theirs.read.as_secs_f64(),
         identical: ours == theirs.proofs,

@@ -113,6 +113,16 @@ pub fn prove_circuits(
     circuits: Vec<FilecoinCircuit>,
     blinding: Option<Vec<(blstrs::Scalar, blstrs::Scalar)>>,
 ) -> Result<Vec<u8>, Error> {
+    prove_circuits_report(engine, key, circuits, blinding).map(|(bytes, _)| bytes)
+}
+
+/// As [`prove_circuits`], with each partition's report (synthesis, the prover's stages, GPU time).
+pub fn prove_circuits_report(
+    engine: &cuzk::Engine,
+    key: &FilecoinKey,
+    circuits: Vec<FilecoinCircuit>,
+    blinding: Option<Vec<(blstrs::Scalar, blstrs::Scalar)>>,
+) -> Result<(Vec<u8>, Vec<cuzk::ProofReport>), Error> {
     let wrapped: Vec<Bellpepper<FilecoinCircuit>> = circuits.into_iter().map(Bellpepper::new).collect();
     let reports: Vec<Report> = wrapped.iter().map(Bellpepper::report).collect();
     let blinding = match blinding {
@@ -138,5 +148,5 @@ pub fn prove_circuits(
     for p in &proofs {
         porep::proof_bytes(&p.proof, &mut out)?;
     }
-    Ok(out)
+    Ok((out, proofs))
 }

@@ -206,3 +206,31 @@ fn damaged_parameter_files_are_refused_by_name() {
     let e = read_params(&dir.path().join("missing.params"), None, &counts, &densities).expect_err("missing");
     assert!(e.to_string().contains("missing.params"), "{e}");
 }
+
+/// Witness-only synthesis against the recorded shape equals full synthesis, bit for bit.
+#[test]
+fn witness_only_synthesis_equals_full_synthesis() {
+    let mut rng = cuzk_testkit::seeded_rng("witness-only");
+    let message: Vec<bool> = (0..512).map(|_| rng.next_u32() & 1 == 1).collect();
+    let shape = cuzk::R1csShape::record(Bellpepper::new(Sha { message: message.clone() })).expect("record");
+    let full =
+        cuzk::synth::synthesize(Bellpepper::new(Sha { message: message.clone() }), &Default::default())
+            .expect("full");
+    let (only, _) =
+        cuzk::synth::synthesize_witness_only(Bellpepper::new(Sha { message }), &shape, &Default::default())
+            .expect("witness-only");
+    assert_eq!(full.counts(), only.counts());
+    assert!(full.assignment == only.assignment && full.a == only.a && full.b == only.b && full.c == only.c);
+    let awkward =
+        cuzk::R1csShape::record(Bellpepper::new(Awkward { x: Scalar::from(3u64) })).expect("record");
+    let full =
+        cuzk::synth::synthesize(Bellpepper::new(Awkward { x: Scalar::from(3u64) }), &Default::default())
+            .expect("full");
+    let (only, _) = cuzk::synth::synthesize_witness_only(
+        Bellpepper::new(Awkward { x: Scalar::from(3u64) }),
+        &awkward,
+        &Default::default(),
+    )
+    .expect("witness-only");
+    assert!(full.assignment == only.assignment && full.a == only.a && full.b == only.b && full.c == only.c);
+}
