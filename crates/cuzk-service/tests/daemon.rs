@@ -121,7 +121,10 @@ async fn concurrent_clients_get_proofs_that_verify() {
     assert_eq!(status.keys.len(), 1);
     assert_eq!(status.keys[0].constraints, 62);
     assert!(status.jobs.is_empty(), "collected proofs are forgotten: {:?}", status.jobs);
-    assert_eq!(status.circuit_kinds, ["porep-like", "synthetic"]);
+    assert_eq!(
+        status.circuit_kinds,
+        ["filecoin-porep-c2", "filecoin-window-post", "filecoin-winning-post", "porep-like", "synthetic"]
+    );
     // A second load of the same shape reads the key directory instead of generating.
     let again = c
         .load_key(pb::LoadKeyRequest {
