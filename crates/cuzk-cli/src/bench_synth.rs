@@ -21,9 +21,9 @@ struct SynthOutput {
     seconds: f64,
     /// Constraints of all partitions per second of `seconds`.
     constraints_per_second: f64,
-    /// Witness-only: recording the shape (once per shape, not per proof).
+    /// Witness-only and compact: recording the shape (once per shape, not per proof).
     record_seconds: Option<f64>,
-    /// Witness-only: the estimated peak bytes of one partition's synthesis.
+    /// Witness-only and compact: the estimated peak bytes of one partition's synthesis.
     peak_bytes_per_partition: Option<u64>,
 }
 
@@ -31,7 +31,11 @@ struct SynthOutput {
 pub(crate) fn run(a: &SynthArgs) -> Result<(), CmdError> {
     let out = bench_synth(a)?;
     print(a.json, &out, |o| {
-        let mode = if o.mode == SynthMode::Full { "full" } else { "witness-only" };
+        let mode = match o.mode {
+            SynthMode::Full => "full",
+            SynthMode::WitnessOnly => "witness-only",
+            SynthMode::Compact => "compact",
+        };
         println!(
             "cuzk bench synth: {} 2^{} rows ({} constraints) x {} partitions, {mode}, {} threads",
             o.circuit, o.log_constraints, o.constraints, o.partitions, o.threads
@@ -48,7 +52,10 @@ pub(crate) fn run(a: &SynthArgs) -> Result<(), CmdError> {
 }
 
 fn bench_synth(a: &SynthArgs) -> Result<SynthOutput, CmdError> {
-    use cuzk::synth::{synthesize, synthesize_witness_only, R1csShape, SynthError, SynthesisOptions};
+    use cuzk::synth::{
+        synthesize, synthesize_compact, synthesize_witness_only, CompactWitness, R1csShape, SynthError,
+        SynthesisOptions,
+    };
     let mut builder = rayon::ThreadPoolBuilder::new();
     if let Some(n) = a.threads {
         builder = builder.num_threads(n);
@@ -81,6 +88,15 @@ fn bench_synth(a: &SynthArgs) -> Result<SynthOutput, CmdError> {
                     Some(record),
                     peaks.first().copied(),
                 ))
+            }
+            SynthMode::Compact => {
+                let t = Instant::now();
+                let shape = R1csShape::record(circuits[0])?;
+                let record = t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                circuits.into_par_iter().try_for_each(|c| synthesize_compact(c, &shape).map(drop))?;
+                let peak = CompactWitness::peak_bytes(shape.counts());
+                Ok((t.elapsed().as_secs_f64(), shape.counts().constraints, Some(record), Some(peak)))
             }
         }
     })?;

@@ -159,6 +159,9 @@ pub(crate) enum SynthMode {
     Full,
     /// Record the shape once, then only the witness and a sparse product per partition.
     WitnessOnly,
+    /// Record the shape once, then only the witness in its compact form per partition (the host's
+    /// share when the GPU evaluates a, b, c).
+    Compact,
 }
 
 /// Flags of `cuzk bench synth`.
@@ -236,12 +239,22 @@ pub(crate) struct Workload {
     /// witness-only (the default synthesizes them in full).
     #[arg(long)]
     pub(crate) witness_only: bool,
+    /// With --witness-only on a GPU, evaluate a, b, c on the host and upload them in full, instead of
+    /// uploading the compact assignment and evaluating the key's shape on the device (to measure what
+    /// the device evaluation buys).
+    #[arg(long, requires = "witness_only")]
+    pub(crate) host_evaluation: bool,
     /// Use a timing key instead of a setup: the real key's shape and points at infinity, made in
     /// seconds even at 2^24 rows, but its proofs do not verify. Instead of the self-check, every
     /// proof is compared with ark-groth16's proof for the key in closed form (see
     /// the timing-key module of this crate), after the timed runs; any difference fails the command.
     #[arg(long)]
     pub(crate) timing_key: bool,
+    /// With --timing-key, check only this many partitions (spread evenly over the run, the first and
+    /// the last included) against the closed form instead of all; the report says how many were
+    /// checked. For large runs, where each check costs a CPU synthesis and witness map.
+    #[arg(long, requires = "timing_key", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) check_sample: Option<u64>,
 }
 
 /// Flags of `cuzk bench daemon`.

@@ -179,15 +179,26 @@ impl Setup<'_> {
     }
 }
 
-/// Whether every run's proof of every partition (and every variant's) equals the timing key's proof
-/// in closed form.
+/// The partitions a check of `sample` of `len` looks at: all when `sample` is `None` or at least
+/// `len`, else `sample` indices spread evenly, the first and the last included.
+pub(crate) fn sample_indices(len: usize, sample: Option<usize>) -> Vec<usize> {
+    match sample {
+        Some(k) if k < len && k > 1 => (0..k).map(|j| j * (len - 1) / (k - 1)).collect(),
+        Some(1) if len > 1 => vec![0],
+        _ => (0..len).collect(),
+    }
+}
+
+/// Whether every run's proof of the sampled partitions (and every variant's) equals the timing
+/// key's proof in closed form, and how many partitions were checked.
 fn check_closed_form(
     w: &Workload,
     closed_form: &ClosedForm,
     inputs: &[Input],
     runs: &[&[Proof<Bls12_381>]],
-) -> Result<bool, CmdError> {
-    let progress = Progress::bar("checking", inputs.len(), w.json);
+) -> Result<(bool, usize), CmdError> {
+    let sampled = sample_indices(inputs.len(), w.check_sample.map(|k| k as usize));
+    let progress = Progress::bar("checking", sampled.len(), w.json);
     // A few partitions at a time: synthesis is largely sequential per partition, and each one's
     // working set must fit in memory beside the others'.
     let at_once = if w.log_constraints <= 22 { CHECKED_AT_ONCE } else { 1 };
@@ -198,16 +209,31 @@ fn check_closed_form(
         Ok(runs.iter().all(|p| p.get(i) == Some(&expected)))
     };
     let mut all = true;
-    for start in (0..inputs.len()).step_by(at_once) {
-        let end = (start + at_once).min(inputs.len());
-        let oks = (start..end).into_par_iter().map(check).collect::<Result<Vec<bool>, String>>()?;
+    for batch in sampled.chunks(at_once) {
+        let oks = batch.par_iter().map(|&i| check(i)).collect::<Result<Vec<bool>, String>>()?;
         all &= oks.into_iter().all(|ok| ok);
     }
-    Ok(all)
+    Ok((all, sampled.len()))
+}
+
+/// Bytes partition `c`'s upload copies: its compact assignment when the engine evaluates on the GPU,
+/// else a, b, c and z in full; `None` on the CPU, or when the key has no shape to count from.
+fn upload_bytes(engine: &Engine, key: &cuzk::Key, c: Partition) -> Result<Option<u64>, CmdError> {
+    let Some(shape) = key.shape().filter(|_| engine.backend_name() != "cpu") else { return Ok(None) };
+    if engine.synthesis_mode(key) == cuzk::SynthesisMode::Compact {
+        let w = cuzk::synth::synthesize_compact(c, shape).map_err(|e| e.to_string())?;
+        return Ok(Some(w.upload_bytes()));
+    }
+    let counts = shape.counts();
+    Ok(Some(32 * (3 * counts.domain_size() + counts.variables()) as u64))
 }
 
 fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, CmdError> {
-    let config = Config { cuda_devices: w.devices.clone(), ..Config::default().with_backend(w.backend) };
+    let config = Config {
+        cuda_devices: w.devices.clone(),
+        evaluate_on_device: !w.host_evaluation,
+        ..Config::default().with_backend(w.backend)
+    };
     let engine = Engine::new(Config { verify_proofs: config.verify_proofs && !w.timing_key, ..config })?;
     if let (Some(note), false) = (engine.backend_note(), w.json) {
         eprintln!("note: {note}");
@@ -345,6 +371,7 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
         partitions,
         proofs: proof_count,
         synthesis_mode: engine.synthesis_mode(&key).name(),
+        upload_bytes_per_partition: upload_bytes(&engine, &key, shape)?,
         key: if w.timing_key { "timing" } else { "setup" },
         keygen_seconds,
         seconds: wall.median,
@@ -360,6 +387,31 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
         end_to_end_vs_arkworks: end_to_end,
         gpu_time_vs_arkworks: gpu_ratio,
         identical_to_arkworks: identical,
-        equal_to_closed_form: closed_form,
+        equal_to_closed_form: closed_form.map(|(ok, _)| ok),
+        closed_form_checked: closed_form.map(|(_, n)| n),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sample_indices;
+
+    #[test]
+    fn a_sample_spreads_over_the_run_with_the_ends_and_no_repeats() {
+        assert_eq!(sample_indices(10, Some(3)), [0, 4, 9]);
+        assert_eq!(sample_indices(10, Some(2)), [0, 9]);
+        assert_eq!(sample_indices(10, Some(1)), [0]);
+        assert_eq!(sample_indices(4, None), [0, 1, 2, 3]);
+        assert_eq!(sample_indices(4, Some(9)), [0, 1, 2, 3], "a sample larger than the run checks all");
+        assert_eq!(sample_indices(1, Some(1)), [0]);
+        assert!(sample_indices(0, Some(3)).is_empty());
+        for len in 2..40 {
+            for k in 2..len {
+                let s = sample_indices(len, Some(k));
+                assert_eq!(s.len(), k);
+                assert!(s.windows(2).all(|w| w[0] < w[1]), "{len} {k}: {s:?}");
+                assert_eq!((s[0], s[k - 1]), (0, len - 1));
+            }
+        }
+    }
 }

@@ -292,8 +292,11 @@ pub(crate) struct Output {
     /// With --pipeline: GPU workers per device, and whether upload and kernels shared one lock.
     pub(crate) gpu_workers: Option<usize>,
     pub(crate) merge_locks: Option<bool>,
-    /// "full" or "witness-only".
+    /// "full", "witness-only" or "compact" (witness-only, a, b, c evaluated on the GPU).
     pub(crate) synthesis_mode: &'static str,
+    /// Bytes one partition's upload copies to the device (partition 0's: its compact assignment, or
+    /// a, b, c and z in full); none on the CPU.
+    pub(crate) upload_bytes_per_partition: Option<u64>,
     /// "setup" (ark-groth16's key generation) or "timing" (see the timing-key module).
     pub(crate) key: &'static str,
     pub(crate) keygen_seconds: f64,
@@ -321,8 +324,10 @@ pub(crate) struct Output {
     /// median device time of the witness map and MSMs: the GPU's work against the CPU's.
     pub(crate) gpu_time_vs_arkworks: Option<f64>,
     pub(crate) identical_to_arkworks: Option<bool>,
-    /// With a timing key: whether every proof equals the key's closed-form proof.
+    /// With a timing key: whether every checked proof equals the key's closed-form proof.
     pub(crate) equal_to_closed_form: Option<bool>,
+    /// With a timing key: how many partitions were checked (all, or the `--check-sample`).
+    pub(crate) closed_form_checked: Option<usize>,
 }
 
 /// The report as a table.
@@ -344,6 +349,9 @@ pub(crate) fn print_table(o: &Output) {
     }
     println!("  key generation            {:>10.3} s  ({} key)", o.keygen_seconds, o.key);
     println!("  synthesis mode            {:>10}", o.synthesis_mode);
+    if let Some(bytes) = o.upload_bytes_per_partition {
+        println!("  upload per partition      {:>10.1} MiB", bytes as f64 / (1u64 << 20) as f64);
+    }
     println!("  stages of partition 0:");
     for (name, secs) in o.stages.rows() {
         println!("    {name:<22}  {:>10.3} s", secs);
@@ -415,8 +423,12 @@ pub(crate) fn print_table(o: &Output) {
             "  vs ark-groth16, GPU time  {x:>10.2}x  (its proving after synthesis over cuzk's device time)"
         );
     }
-    if let Some(ok) = o.equal_to_closed_form {
-        println!("  proofs equal to the timing key's closed form: {}", if ok { "yes" } else { "NO" });
+    if let (Some(ok), Some(n)) = (o.equal_to_closed_form, o.closed_form_checked) {
+        println!(
+            "  proofs equal to the timing key's closed form: {} ({n} of {} partitions checked)",
+            if ok { "yes" } else { "NO" },
+            o.partitions
+        );
     }
     if let Some(same) = o.identical_to_arkworks {
         println!("  proofs identical to ark-groth16: {}", if same { "yes" } else { "NO" });

@@ -79,6 +79,25 @@ fn timing_key_proofs_equal_ark_groth16s_and_their_closed_form() {
         (&v["identical_to_arkworks"], &v["equal_to_closed_form"]),
         (&serde_json::Value::Null, &serde_json::json!(true))
     );
+    assert_eq!(v["closed_form_checked"], 2, "every partition checked");
+    // A sample: the report says how many were checked.
+    let v = json(&cuzk(&[
+        "bench",
+        "-k",
+        "7",
+        "-p",
+        "5",
+        "--repeat",
+        "1",
+        "--timing-key",
+        "--check-sample",
+        "2",
+        "--json",
+    ]));
+    assert_eq!(
+        (&v["equal_to_closed_form"], &v["closed_form_checked"]),
+        (&serde_json::json!(true), &serde_json::json!(2))
+    );
     let v = json(&cuzk(&["bench", "-k", "7", "-p", "1", "--repeat", "1", "--json"]));
     assert_eq!(v["equal_to_closed_form"], serde_json::Value::Null, "a real key has no closed form");
 }

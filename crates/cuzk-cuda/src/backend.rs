@@ -46,7 +46,7 @@ use crate::{kernels, CudaError, DriverContext, Gpu, GpuFr};
 /// A polynomial resident in device memory.
 #[derive(Debug)]
 pub struct GpuPoly {
-    buf: ArenaBuffer,
+    pub(crate) buf: ArenaBuffer,
 }
 
 impl GpuPoly {
@@ -95,7 +95,7 @@ pub struct CudaBackend {
 
 /// Runs `f` on the threads that fill staging buffers, apart from the global pool (which synthesis
 /// keeps busy); on the caller's pool if those threads could not be started (only slower).
-fn on_staging_threads<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+pub(crate) fn stage_in_parallel<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
     let pool = POOL.get_or_init(|| {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, STAGING_THREADS);
@@ -124,7 +124,7 @@ impl std::fmt::Debug for CudaBackend {
     }
 }
 
-fn device(op: &'static str) -> impl Fn(CudaError) -> BackendError {
+pub(crate) fn device(op: &'static str) -> impl Fn(CudaError) -> BackendError {
     move |e| BackendError::Device { op, source: Box::new(e) }
 }
 
@@ -210,20 +210,7 @@ impl CudaBackend {
         if let Some(v) = values.iter().find(|v| v.len() > size) {
             return Err(CudaError::Length { op: "upload_polys", expected: size, got: v.len() });
         }
-        let mut staged: Vec<PinnedHostSlice<GpuFr>> = {
-            let mut pool = self.staging.lock().unwrap_or_else(|p| p.into_inner());
-            let mut taken = Vec::with_capacity(values.len());
-            while taken.len() < values.len() {
-                match pool.iter().position(|b| b.len() == size) {
-                    Some(i) => taken.push(pool.swap_remove(i)),
-                    None => break,
-                }
-            }
-            taken
-        };
-        while staged.len() < values.len() {
-            staged.push(self.gpu.pinned::<GpuFr>(size, false)?);
-        }
+        let mut staged = self.take_staging(size, values.len())?;
         let copy = self.gpu.copy_stream();
         let mut polys = Vec::with_capacity(values.len());
         for (v, buf) in values.iter().zip(staged.iter_mut()) {
@@ -232,7 +219,7 @@ impl CudaBackend {
             let (front, tail) = host.split_at_mut(v.len());
             // On the backend's own threads: the global pool may be busy synthesizing the next
             // partitions, and the GPU waits for this upload.
-            on_staging_threads(|| {
+            stage_in_parallel(|| {
                 front.par_chunks_mut(1 << 14).zip(v.par_chunks(1 << 14)).for_each(|(dst, src)| {
                     for (d, s) in dst.iter_mut().zip(src) {
                         *d = GpuFr(DeviceFr::from_ark(s));
@@ -245,13 +232,46 @@ impl CudaBackend {
             copy.memcpy_htod(&*buf, &mut *buf_dev).during("uploading a polynomial")?;
             polys.push(GpuPoly { buf: buf_dev });
         }
+        self.return_staging(staged);
+        Ok(polys)
+    }
+
+    /// `count` pinned staging buffers of `size` elements: kept ones first, new ones for the rest.
+    pub(crate) fn take_staging(
+        &self,
+        size: usize,
+        count: usize,
+    ) -> Result<Vec<PinnedHostSlice<GpuFr>>, CudaError> {
+        let mut taken = {
+            let mut pool = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+            let mut taken = Vec::with_capacity(count);
+            while taken.len() < count {
+                match pool.iter().position(|b| b.len() == size) {
+                    Some(i) => taken.push(pool.swap_remove(i)),
+                    None => break,
+                }
+            }
+            taken
+        };
+        while taken.len() < count {
+            taken.push(self.gpu.pinned::<GpuFr>(size, false)?);
+        }
+        Ok(taken)
+    }
+
+    /// Gives staging buffers back to the pool (those over its size are freed).
+    pub(crate) fn return_staging(&self, staged: Vec<PinnedHostSlice<GpuFr>>) {
         let mut pool = self.staging.lock().unwrap_or_else(|p| p.into_inner());
         for buf in staged {
             if pool.len() < self.staging_keep.load(Ordering::SeqCst) {
                 pool.push(buf);
             }
         }
-        Ok(polys)
+    }
+
+    /// The arena, shared (its buffers go back to it when dropped).
+    pub(crate) fn arena_handle(&self) -> &Arc<Arena> {
+        &self.arena
     }
 
     /// Reserves device buffers for up to `want` partitions of `domain` rows and `variables` variables
@@ -499,7 +519,7 @@ impl CudaBackend {
 }
 
 /// The probe of the stage a timed operation runs in: this backend's own timer's, if it is one.
-fn probe_of(timer: Timing<'_>) -> Option<&mut Probe> {
+pub(crate) fn probe_of(timer: Timing<'_>) -> Option<&mut Probe> {
     let timer: &mut dyn std::any::Any = timer?;
     timer.downcast_mut::<StageTimer>().map(|t| &mut t.probe)
 }

@@ -12,7 +12,7 @@ use cudarc::driver::{
 use crate::clock::{ClockAnchor, DeviceClock};
 #[cfg(feature = "bench-kernels")]
 use crate::modules::FieldKernels;
-use crate::modules::{MsmKernels, NttKernels};
+use crate::modules::{MsmKernels, NttKernels, R1csKernels};
 use crate::scratch::Scratch;
 use crate::{CudaError, DriverContext, GpuFr};
 
@@ -43,6 +43,7 @@ pub struct Gpu {
     #[cfg(feature = "bench-kernels")]
     field: OnceLock<Result<FieldKernels, CudaError>>,
     msm: OnceLock<Result<MsmKernels, CudaError>>,
+    r1cs: OnceLock<Result<R1csKernels, CudaError>>,
     /// A one-element buffer passed where a kernel takes a table it will not read.
     pub(crate) dummy: CudaSlice<GpuFr>,
     /// The same, for kernels taking an optional index array.
@@ -165,6 +166,7 @@ impl Gpu {
             #[cfg(feature = "bench-kernels")]
             field: OnceLock::new(),
             msm: OnceLock::new(),
+            r1cs: OnceLock::new(),
             dummy,
             dummy_u32,
             results: Mutex::new(Vec::new()),
@@ -175,6 +177,12 @@ impl Gpu {
 
     pub(crate) fn msm_kernels(&self) -> Result<&MsmKernels, CudaError> {
         let loaded = self.msm.get_or_init(|| MsmKernels::load(&self.ctx));
+        loaded.as_ref().map_err(|e| CudaError::KernelLoad(e.to_string()))
+    }
+
+    /// The R1CS module's kernels, loaded on first use.
+    pub(crate) fn r1cs_kernels(&self) -> Result<&R1csKernels, CudaError> {
+        let loaded = self.r1cs.get_or_init(|| R1csKernels::load(&self.ctx));
         loaded.as_ref().map_err(|e| CudaError::KernelLoad(e.to_string()))
     }
 

@@ -9,12 +9,14 @@ mod modules;
 pub mod msm;
 pub mod ntt;
 pub mod profile;
+mod r1cs;
 pub mod scratch;
 mod types;
 
 pub use backend::{CudaBackend, GpuPoly};
 pub use gpu::{DeviceInfo, Gpu, Timer};
 pub use msm::{GpuBases, MsmConfig, Residency};
+pub use r1cs::GpuShape;
 pub use types::{GpuAffine, GpuFq, GpuFq2, GpuFr, GpuG1Affine, GpuG2Affine, Xyzz};
 
 /// What can go wrong on the GPU.

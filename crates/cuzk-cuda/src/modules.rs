@@ -15,6 +15,7 @@ use crate::{CudaError, DriverContext};
 mod ptx {
     pub(super) const NTT: &str = include_str!("../ptx/ntt.ptx");
     pub(super) const MSM: &str = include_str!("../ptx/msm.ptx");
+    pub(super) const R1CS: &str = include_str!("../ptx/r1cs.ptx");
     #[cfg(feature = "bench-kernels")]
     pub(super) const FIELD_TEST: &str = include_str!("../ptx/field_test.ptx");
 }
@@ -59,6 +60,19 @@ impl NttKernels {
             scale: function(&m, "ntt_scale")?,
             quotient: function(&m, "quotient")?,
         })
+    }
+}
+
+/// The R1CS module's kernels: a compact assignment's expansion and the sparse products.
+pub(crate) struct R1csKernels {
+    pub(crate) expand: CudaFunction,
+    pub(crate) evaluate: CudaFunction,
+}
+
+impl R1csKernels {
+    pub(crate) fn load(ctx: &Arc<CudaContext>) -> Result<Self, CudaError> {
+        let m = load(ctx, ptx::R1CS, "loading the R1CS kernels")?;
+        Ok(Self { expand: function(&m, "r1cs_expand")?, evaluate: function(&m, "r1cs_evaluate")? })
     }
 }
 

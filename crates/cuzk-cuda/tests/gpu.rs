@@ -669,3 +669,169 @@ fn stage_spans_are_placed_by_the_device_clock_inside_the_proofs_wall_time_and_a_
     // The MSM over H needs the witness map's output, on the same stream.
     assert!(span(Stage::MsmH).1 + slack >= map.2, "msm_h placed before the witness map it needs ended");
 }
+
+/// Evaluates `circuit` against `shape` both ways: on the host (witness-only, a, b, c and z in full)
+/// and on the device (the compact assignment staged, z expanded and a, b, c computed against the
+/// resident shape). Every element must be equal, and the device's check must name the host's first
+/// unsatisfied row (or none).
+fn assert_device_evaluation_matches<C: ark_relations::gr1cs::ConstraintSynthesizer<Fr> + Clone>(
+    name: &str,
+    gpu: &CudaBackend,
+    shape: &cuzk_synth::R1csShape,
+    on_device: &std::sync::Arc<cuzk_cuda::GpuShape>,
+    circuit: C,
+) {
+    use cuzk_groth16::DeviceBackend;
+    let unchecked = SynthesisOptions { check_satisfied: false };
+    let (host, _) = cuzk_synth::synthesize_witness_only(circuit.clone(), shape, &unchecked).unwrap();
+    let first_bad = (0..host.counts().constraints).find(|&i| host.a[i] * host.b[i] != host.c[i]);
+    let w = cuzk_synth::synthesize_compact(circuit, shape).unwrap();
+    let (mut abc, mut z, evaluation) = gpu.stage_compact(on_device, &w).unwrap();
+    let landed: Vec<&cuzk_cuda::GpuPoly> = abc.iter().chain([&z]).collect();
+    gpu.await_uploads(&landed).unwrap();
+    let bad = evaluation.queue(gpu, &mut z, &mut abc, None).unwrap().finish().unwrap();
+    assert_eq!(bad, first_bad, "{name}: first unsatisfied row");
+    let n = host.counts().domain_size();
+    assert_eq!(gpu.download_poly(&z).unwrap(), host.assignment, "{name}: z");
+    for (poly, (what, expected)) in abc.iter().zip([("a", &host.a), ("b", &host.b), ("c", &host.c)]) {
+        let mut padded = expected.clone();
+        padded.resize(n, Fr::zero());
+        assert_eq!(gpu.download_poly(poly).unwrap(), padded, "{name}: {what}");
+    }
+}
+
+/// Records `shape_of`'s shape, makes it resident, and checks every circuit of `circuits` against it.
+fn check_shape<C: ark_relations::gr1cs::ConstraintSynthesizer<Fr> + Clone>(
+    name: &str,
+    gpu: &CudaBackend,
+    shape_of: C,
+    circuits: impl IntoIterator<Item = C>,
+) {
+    let shape = cuzk_synth::R1csShape::record(shape_of).unwrap();
+    let on_device = std::sync::Arc::new(cuzk_cuda::GpuShape::upload(gpu.gpu(), &shape).unwrap());
+    assert_eq!(on_device.device_bytes(), cuzk_cuda::GpuShape::device_bytes_of(&shape));
+    for (i, c) in circuits.into_iter().enumerate() {
+        assert_device_evaluation_matches(&format!("{name} #{i}"), gpu, &shape, &on_device, c);
+    }
+}
+
+#[test]
+fn device_evaluation_of_every_workload_circuit_equals_the_host_path() {
+    use cuzk_circuits::{LabelHash, PorepParams};
+    use cuzk_testkit::{Sha256Preimage, WeightedRows};
+    let gpu = backend();
+    let mut rng = seeded_rng("device_evaluation_of_every_workload_circuit_equals_the_host_path");
+    // Synthetic circuits of every bit share, the domain exactly full, one short and one over.
+    for log in [10u32, 13] {
+        for extra in [-1i64, 0, 1] {
+            let base = Synthetic::with_log_rows(log, 1);
+            let constraints = (base.constraints as i64 + extra) as usize;
+            for share in [0u16, 300, 1000] {
+                let c = |seed| Synthetic { constraints, seed, ..base }.with_bit_share(share);
+                let name = format!("synthetic 2^{log}{extra:+} rows, bits {share}");
+                check_shape(&name, &gpu, c(rng.gen()), [c(rng.gen()), c(rng.gen())]);
+            }
+        }
+    }
+    // All-zero witnesses: every entry of z is 0 or 1.
+    let zero = Synthetic { zero_witness: true, ..Synthetic::with_log_rows(11, 3) };
+    check_shape("zero witness", &gpu, zero, [zero]);
+    // PoRep-shaped partitions (Poseidon and SHA-256 labels).
+    let small_sha = PorepParams {
+        challenges: 1,
+        depth: 4,
+        base_parents: 1,
+        expander_parents: 0,
+        label_hash: LabelHash::Sha256,
+        filler: 3,
+    };
+    for params in [PorepLike::params_for_log_constraints(12).unwrap(), small_sha] {
+        let seed = rng.gen();
+        let first = PorepLike::new(params, seed, 0).unwrap();
+        let others =
+            [PorepLike::new(params, seed, 3).unwrap(), PorepLike::new(params, rng.gen(), 1).unwrap()];
+        check_shape(&format!("{params:?}"), &gpu, first, others);
+    }
+    // Coefficients 1, -1 and large ones, rows of several terms, around 2^k rows.
+    for rows in [1, 1023, 1024, 1025, 4095] {
+        let c = |seed| WeightedRows { rows, seed };
+        check_shape(&format!("weighted rows {rows}"), &gpu, c(rng.gen()), [c(rng.gen()), c(rng.gen())]);
+    }
+    let message = |rng: &mut StdRng| Sha256Preimage { message: (0..50).map(|_| rng.gen()).collect() };
+    check_shape("sha256", &gpu, message(&mut rng), [message(&mut rng)]);
+}
+
+#[test]
+fn the_device_check_names_the_first_unsatisfied_row_and_no_proof_is_made() {
+    use cuzk_groth16::{prove_witness_queued, stage_evaluated, ProveError};
+    use cuzk_testkit::Unsatisfied;
+    let gpu = backend();
+    let mut rng = seeded_rng("the_device_check_names_the_first_unsatisfied_row");
+    let inner = Synthetic::with_log_rows(12, rng.gen());
+    // The honest circuit (no row broken) has the shape.
+    let honest = Unsatisfied { inner, bad: usize::MAX };
+    let shape = cuzk_synth::R1csShape::record(honest).unwrap();
+    let on_device = std::sync::Arc::new(cuzk_cuda::GpuShape::upload(gpu.gpu(), &shape).unwrap());
+    for bad in [0, 1, 777, inner.constraints - 1] {
+        let circuit = Unsatisfied { inner: Synthetic { seed: rng.gen(), ..inner }, bad };
+        assert_device_evaluation_matches(&format!("bad row {bad}"), &gpu, &shape, &on_device, circuit);
+    }
+    // Through the prover: the proof is refused with the row, not made.
+    let pk = keygen(honest, &mut rng);
+    let key = PreparedKey::new(&gpu, pk).unwrap();
+    let circuit = Unsatisfied { inner: Synthetic { seed: rng.gen(), ..inner }, bad: 123 };
+    let w = cuzk_synth::synthesize_compact(circuit, &shape).unwrap();
+    let staged = stage_evaluated(&gpu, &key, &w.counts(), || {
+        gpu.stage_compact(&on_device, &w)
+            .map_err(|e| cuzk_groth16::BackendError::Device { op: "stage_compact", source: Box::new(e) })
+    })
+    .unwrap();
+    let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+    let err = prove_witness_queued(
+        &gpu,
+        &key,
+        w.counts(),
+        w.public_inputs(),
+        staged,
+        r,
+        s,
+        &ProveOptions::default(),
+        || {},
+    )
+    .unwrap_err();
+    assert!(matches!(err, ProveError::Unsatisfied { index: 123, .. }), "{err}");
+}
+
+#[test]
+fn proofs_of_partitions_evaluated_on_the_device_equal_ark_groth16() {
+    use ark_groth16::Groth16;
+    use cuzk_groth16::{prove_witness_queued, stage_evaluated};
+    let gpu = backend();
+    let mut rng = seeded_rng("proofs_of_partitions_evaluated_on_the_device_equal_ark_groth16");
+    let params = PorepLike::params_for_log_constraints(13).unwrap();
+    let seed = rng.gen();
+    let first = PorepLike::new(params, seed, 0).unwrap();
+    let pk = keygen(first, &mut rng);
+    let shape = cuzk_synth::R1csShape::record(first).unwrap();
+    let on_device = std::sync::Arc::new(cuzk_cuda::GpuShape::upload(gpu.gpu(), &shape).unwrap());
+    let key = PreparedKey::new(&gpu, pk.clone()).unwrap();
+    for p in [0, 4] {
+        let circuit = PorepLike::new(params, seed, p).unwrap();
+        let w = cuzk_synth::synthesize_compact(circuit, &shape).unwrap();
+        let upload = || {
+            gpu.stage_compact(&on_device, &w)
+                .map_err(|e| cuzk_groth16::BackendError::Device { op: "stage_compact", source: Box::new(e) })
+        };
+        let staged = stage_evaluated(&gpu, &key, &w.counts(), upload).unwrap();
+        let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+        let options = ProveOptions::default();
+        let (proof, times) =
+            prove_witness_queued(&gpu, &key, w.counts(), w.public_inputs(), staged, r, s, &options, || {})
+                .unwrap();
+        let ark =
+            Groth16::<ark_bls12_381::Bls12_381>::create_proof_with_reduction(circuit, &pk, r, s).unwrap();
+        assert_eq!(proof, ark, "partition {p}");
+        let steps: Vec<&str> = times.steps.iter().map(|(_, step, _)| *step).collect();
+        assert!(steps.contains(&"sparse products") && steps.contains(&"expand z"), "steps {steps:?}");
+    }
+}

@@ -292,6 +292,22 @@ pub trait DeviceBackend: Backend {
     }
 }
 
+/// Device work that fills a staged partition's `a`, `b`, `c` from its assignment `z` in backend memory
+/// (a backend's sparse products over the key's R1CS matrices, which it keeps resident), for partitions
+/// staged by [`crate::stage_evaluated`]: the host then never computes or holds `a`, `b`, `c`.
+pub trait Evaluation<B: DeviceBackend>: Send {
+    /// Queues the work (under the witness map's device `timer`): `z` first, from whatever the staging
+    /// left, then `abc`. The deferred result is the first constraint the witness does not satisfy
+    /// (`a·b != c`), `None` when all are; the prover collects it before assembling the proof.
+    fn queue<'b>(
+        self: Box<Self>,
+        backend: &'b B,
+        z: &mut B::Poly,
+        abc: &mut [B::Poly; 3],
+        timer: Timing<'_>,
+    ) -> Result<Deferred<'b, Option<usize>>, BackendError>;
+}
+
 /// A result that is ready, or that [`Deferred::finish`] waits for (an MSM whose device work was
 /// issued).
 pub enum Deferred<'a, T> {

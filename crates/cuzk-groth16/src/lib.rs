@@ -11,15 +11,15 @@ mod stages;
 mod summary;
 
 pub use backend::{
-    Backend, BackendError, Bases, Deferred, DeviceBackend, DeviceTimer, MsmScalars, NttKind, PolyBackend,
-    Timing,
+    Backend, BackendError, Bases, Deferred, DeviceBackend, DeviceTimer, Evaluation, MsmScalars, NttKind,
+    PolyBackend, Timing,
 };
 pub use cpu::{CpuBackend, CpuPoly};
 pub use cuzk_field::{Affine, Curve, CurveId, Projective, G1, G2};
 pub use key::PreparedKey;
 pub use prover::{
-    prove, prove_staged, prove_staged_queued, stage, verify, witness_map, witness_map_from_evaluations,
-    ProveOptions, Staged,
+    prove, prove_staged, prove_staged_queued, prove_witness_queued, stage, stage_evaluated, verify,
+    witness_map, witness_map_from_evaluations, EvaluatedUpload, ProveOptions, Staged,
 };
 pub use setup::{generate_key, setup_host_bytes, SetupError};
 pub use stages::{PerStage, Stage, StageTimes, UnknownStage};
@@ -44,6 +44,14 @@ pub enum ProveError {
     /// A backend operation failed.
     #[error(transparent)]
     Backend(#[from] BackendError),
+    /// The backend that evaluated the partition's constraints found one the witness does not satisfy.
+    #[error("the witness does not satisfy constraint {index} of {num_constraints} (a·b != c)")]
+    Unsatisfied {
+        /// The first unsatisfied constraint.
+        index: usize,
+        /// Constraints in the circuit.
+        num_constraints: usize,
+    },
     /// The proof failed verification against the key's verifying key; it was not returned.
     #[error("self-check failed: the proof does not verify against the key's verifying key")]
     SelfCheckFailed,

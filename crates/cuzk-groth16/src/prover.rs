@@ -13,11 +13,11 @@ use ark_ec::CurveGroup;
 use ark_ff::{FftField, Field, Zero};
 use ark_groth16::{Groth16, Proof};
 use cuzk_field::{Curve, Projective, G1, G2};
-use cuzk_synth::Synthesized;
+use cuzk_synth::{Counts, Synthesized};
 
 use crate::{
-    BackendError, Deferred, DeviceBackend, DeviceTimer, MsmScalars, PerStage, PolyBackend, PreparedKey,
-    ProveError, Stage, StageTimes, Timing,
+    BackendError, Deferred, DeviceBackend, DeviceTimer, Evaluation, MsmScalars, PerStage, PolyBackend,
+    PreparedKey, ProveError, Stage, StageTimes, Timing,
 };
 
 /// How to prove.
@@ -148,8 +148,9 @@ fn z_inv(n: usize) -> Result<Fr, BackendError> {
     })
 }
 
-/// A partition's data in backend memory, from [`stage`], for [`prove_staged`]: `a`, `b`, `c` padded to
-/// the domain size and, on backends that keep MSM scalars, the assignment `z`.
+/// A partition's data in backend memory, from [`stage`] (or [`stage_evaluated`]), for
+/// [`prove_staged`]: `a`, `b`, `c` padded to the domain size (or the buffers the backend's evaluation
+/// fills) and, on backends that keep MSM scalars, the assignment `z`.
 pub struct Staged<B: DeviceBackend> {
     abc: [B::Poly; 3],
     z: Option<B::Poly>,
@@ -158,6 +159,8 @@ pub struct Staged<B: DeviceBackend> {
     upload: (Instant, Instant),
     /// The uploads on the device's clock, when the backend times them.
     upload_timer: Timer,
+    /// The backend's own evaluation of `a`, `b`, `c` from `z`, queued before the witness map.
+    evaluation: Option<Box<dyn Evaluation<B>>>,
 }
 
 impl<B: DeviceBackend> std::fmt::Debug for Staged<B> {
@@ -184,7 +187,37 @@ pub fn stage<B: DeviceBackend>(
     if let Some(t) = upload_timer.as_mut() {
         t.stop()?;
     }
-    Ok(Staged { abc, z, n, upload: (start, Instant::now()), upload_timer })
+    Ok(Staged { abc, z, n, upload: (start, Instant::now()), upload_timer, evaluation: None })
+}
+
+/// What a backend's staging of a partition it evaluates itself gives: the three domain-size buffers
+/// its evaluation fills, `z`'s buffer, and the evaluation.
+pub type EvaluatedUpload<B> =
+    ([<B as PolyBackend>::Poly; 3], <B as PolyBackend>::Poly, Box<dyn Evaluation<B>>);
+
+/// Stages a partition whose `a`, `b`, `c` the backend computes from `z` itself ([`Evaluation`]):
+/// `upload` moves what the evaluation starts from (a compact `z`, say) into backend memory. Timed like
+/// [`stage`]; fails when a partition of `counts` does not fit the key or the buffers have other sizes.
+pub fn stage_evaluated<B: DeviceBackend>(
+    backend: &B,
+    key: &PreparedKey<B>,
+    counts: &Counts,
+    upload: impl FnOnce() -> Result<EvaluatedUpload<B>, BackendError>,
+) -> Result<Staged<B>, ProveError> {
+    key.check_fits(counts)?;
+    let start = Instant::now();
+    let n = counts.domain_size();
+    let mut upload_timer = backend.upload_timer()?;
+    let (abc, z, evaluation) = upload()?;
+    for p in &abc {
+        BackendError::expect_len("stage_evaluated", n, backend.poly_len(p))?;
+    }
+    BackendError::expect_len("stage_evaluated", counts.variables(), backend.poly_len(&z))?;
+    if let Some(t) = upload_timer.as_mut() {
+        t.stop()?;
+    }
+    let upload = (start, Instant::now());
+    Ok(Staged { abc, z: Some(z), n, upload, upload_timer, evaluation: Some(evaluation) })
 }
 
 /// Proves one synthesized partition with blinding scalars `r` and `s`: [`stage`], then
@@ -237,29 +270,104 @@ pub fn prove_staged_queued<B: DeviceBackend>(
     options: &ProveOptions,
     queued: impl FnOnce(),
 ) -> Result<(Proof<Bls12_381>, StageTimes), ProveError> {
+    let part =
+        Assignment { counts: syn.counts(), z: Some(&syn.assignment), public_inputs: syn.public_inputs() };
+    prove_assignment(backend, key, part, staged, r, s, options, queued)
+}
+
+/// [`prove_staged_queued`] for a partition staged with its `z` in backend memory
+/// ([`stage_evaluated`]), known on the host only by its counts and public inputs.
+#[allow(clippy::too_many_arguments)]
+pub fn prove_witness_queued<B: DeviceBackend>(
+    backend: &B,
+    key: &PreparedKey<B>,
+    counts: Counts,
+    public_inputs: &[Fr],
+    staged: Staged<B>,
+    r: Fr,
+    s: Fr,
+    options: &ProveOptions,
+    queued: impl FnOnce(),
+) -> Result<(Proof<Bls12_381>, StageTimes), ProveError> {
+    if public_inputs.len() + 1 != counts.instance {
+        return Err(ProveError::KeyMismatch {
+            what: "public inputs (instance variables less the constant 1)",
+            key: counts.instance.saturating_sub(1),
+            circuit: public_inputs.len(),
+        });
+    }
+    prove_assignment(
+        backend,
+        key,
+        Assignment { counts, z: None, public_inputs },
+        staged,
+        r,
+        s,
+        options,
+        queued,
+    )
+}
+
+/// What the kernel half knows of a partition on the host.
+struct Assignment<'a> {
+    counts: Counts,
+    /// `z`, when the host has it (the MSMs read it when the backend keeps no copy).
+    z: Option<&'a [Fr]>,
+    public_inputs: &'a [Fr],
+}
+
+#[allow(clippy::too_many_arguments)]
+fn prove_assignment<B: DeviceBackend>(
+    backend: &B,
+    key: &PreparedKey<B>,
+    part: Assignment<'_>,
+    staged: Staged<B>,
+    r: Fr,
+    s: Fr,
+    options: &ProveOptions,
+    queued: impl FnOnce(),
+) -> Result<(Proof<Bls12_381>, StageTimes), ProveError> {
     let start = Instant::now();
     let mut times = StageTimes::default();
     let (upload_start, upload_end) = staged.upload;
     times.host[Stage::Upload] = upload_end - upload_start;
     let mut host_spans = vec![(Stage::Upload, upload_start, upload_end)];
-    key.check_fits(&syn.counts())?;
-    if staged.n != syn.counts().domain_size() {
+    let counts = part.counts;
+    key.check_fits(&counts)?;
+    if staged.n != counts.domain_size() {
         return Err(ProveError::Backend(BackendError::LengthMismatch {
             op: "prove_staged",
-            expected: syn.counts().domain_size(),
+            expected: counts.domain_size(),
             got: staged.n,
         }));
     }
 
-    let Staged { abc: [mut a, mut b, mut c], z: z_copy, n, upload_timer, .. } = staged;
-    let landed: Vec<&B::Poly> = [&a, &b, &c].into_iter().chain(z_copy.as_ref()).collect();
+    let Staged { abc, z: mut z_copy, n, upload_timer, evaluation, .. } = staged;
+    let landed: Vec<&B::Poly> = abc.iter().chain(z_copy.as_ref()).collect();
     backend.await_uploads(&landed)?;
     drop(landed);
     let z_inv = z_inv(n)?;
     let wm_start = Instant::now();
-    let (mapped, t, wm_timer) =
-        device_timed(backend, |timer| backend.witness_map_timed(&mut a, &mut b, &mut c, z_inv, timer))?;
-    mapped?;
+    let mut abc = abc;
+    let (mapped, t, wm_timer) = device_timed(backend, |mut timer| {
+        // The backend's own evaluation of a, b, c first, under the witness map's timer.
+        let check = match (evaluation, z_copy.as_mut()) {
+            (Some(e), Some(z)) => Some(e.queue(backend, z, &mut abc, timer.as_deref_mut())?),
+            (Some(_), None) => {
+                return Err(BackendError::LengthMismatch {
+                    op: "evaluation",
+                    expected: counts.variables(),
+                    got: 0,
+                })
+            }
+            (None, _) => None,
+        };
+        let [a, b, c] = &mut abc;
+        backend.witness_map_timed(a, b, c, z_inv, timer)?;
+        Ok(check)
+    })?;
+    let check = mapped?;
+    let [a, b, c] = abc;
     let msm_start = Instant::now();
     host_spans.push((Stage::WitnessMap, wm_start, msm_start));
     drop((b, c));
@@ -267,15 +375,24 @@ pub fn prove_staged_queued<B: DeviceBackend>(
     times.host[Stage::WitnessMap] = t;
 
     let par = backend.concurrent_ops();
-    let z = &syn.assignment[..];
-    let witness = syn.witness();
+    let (z_len, w_len) = (counts.variables(), counts.witness);
     let h_len = key.domain_size() - 1;
-    let (z_scalars, w_scalars) = match &z_copy {
-        Some(poly) => (
-            MsmScalars::Poly { poly, offset: 0, len: z.len() },
-            MsmScalars::Poly { poly, offset: z.len() - witness.len(), len: witness.len() },
+    let (z_scalars, w_scalars) = match (&z_copy, part.z) {
+        (Some(poly), _) => (
+            MsmScalars::Poly { poly, offset: 0, len: z_len },
+            MsmScalars::Poly { poly, offset: z_len - w_len, len: w_len },
         ),
-        None => (MsmScalars::Host(z), MsmScalars::Host(witness)),
+        (None, Some(z)) => {
+            BackendError::expect_len("msm scalars", z_len, z.len())?;
+            (MsmScalars::Host(z), MsmScalars::Host(&z[z_len - w_len..]))
+        }
+        (None, None) => {
+            return Err(ProveError::Backend(BackendError::LengthMismatch {
+                op: "msm scalars",
+                expected: z_len,
+                got: 0,
+            }))
+        }
     };
     // Each MSM is issued (timed on the device) and finished afterwards, so a device backend queues
     // the next MSMs' kernels before the host combines the previous ones' window sums.
@@ -352,6 +469,10 @@ pub fn prove_staged_queued<B: DeviceBackend>(
         times.device = Some(device);
     }
     let (h_acc, l_acc, a_acc, b1_acc, b2_acc) = (h_acc.0?, l_acc.0?, a_acc.0?, b1_acc.0?, b2_acc.0?);
+    // A witness the backend's evaluation refused gives no proof.
+    if let Some(index) = check.map(Deferred::finish).transpose()?.flatten() {
+        return Err(ProveError::Unsatisfied { index, num_constraints: counts.constraints });
+    }
 
     let acc = Accumulators { a: a_acc, b_g1: b1_acc, b_g2: b2_acc, l: l_acc, h: h_acc };
     let (proof, from, to) = spanned(|| assemble(key, r, s, acc));
@@ -359,7 +480,7 @@ pub fn prove_staged_queued<B: DeviceBackend>(
     host_spans.push((Stage::Assembly, from, to));
 
     if options.verify {
-        let (ok, from, to) = spanned(|| verify(key, &proof, syn.public_inputs()));
+        let (ok, from, to) = spanned(|| verify(key, &proof, part.public_inputs));
         times.host[Stage::SelfCheck] = to - from;
         host_spans.push((Stage::SelfCheck, from, to));
         ok?;

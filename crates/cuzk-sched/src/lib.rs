@@ -86,8 +86,16 @@ pub trait Stages: Send + Sync + 'static {
     /// The partition's final output (a proof).
     type Output: Send + 'static;
 
-    /// Host bytes the partition holds from the start of synthesis until its upload is done.
+    /// Host bytes the partition holds from the start of synthesis until its upload is done (at most:
+    /// what synthesis may hold at its peak).
     fn host_bytes(&self, input: &Self::Input) -> u64;
+    /// Host bytes a synthesized partition holds while it waits for its upload, when less than what
+    /// [`Stages::host_bytes`] reserved: the rest goes back to the budget as soon as synthesis ends.
+    /// By default the whole reservation is kept.
+    fn held_bytes(&self, data: &Self::Synthesized) -> u64 {
+        let _ = data;
+        u64::MAX
+    }
     /// Synthesizes the partition on a CPU worker.
     fn synthesize(&self, part: PartitionRef, input: Self::Input) -> Result<Self::Synthesized, StageError>;
     /// Uploads into the given slot (the memory lock is held).

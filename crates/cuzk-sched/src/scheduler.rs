@@ -354,6 +354,10 @@ impl<S: Stages> Inner<S> {
             self.timeline.span(work.job.0, work.index, SpanKind::Synthesis, lane, t);
             match result {
                 Ok(data) => {
+                    // What the partition holds now may be less than synthesis's peak.
+                    let mut reservation = reservation;
+                    let held = self.stages.held_bytes(&data);
+                    reservation.release(reservation.bytes().saturating_sub(held));
                     let mut q = self.queues();
                     if let Some(job) = q.jobs.get_mut(&part.job) {
                         if let Some(s) = job.states.get_mut(part.index) {

@@ -227,6 +227,43 @@ fn synthesis_waits_for_budget_instead_of_exceeding_it() {
     assert!(spans_of(&s.timeline().spans(), SpanKind::BudgetWait).iter().any(|w| w.duration_us() > 1000.0));
 }
 
+/// The most partitions holding host memory at once: from the start of synthesis to the end of the
+/// upload.
+fn most_in_flight(spans: &[Span]) -> usize {
+    let synth = spans_of(spans, SpanKind::Synthesis);
+    let upload = spans_of(spans, SpanKind::Upload);
+    let mut edges = Vec::new();
+    for s in synth {
+        let end = upload.iter().find(|u| (u.job, u.partition) == (s.job, s.partition)).map(|u| u.end_us);
+        edges.push((s.start_us, 1i32));
+        edges.push((end.unwrap_or(f64::INFINITY), -1));
+    }
+    edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, d) in edges {
+        now += d;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+#[test]
+fn a_compact_partition_gives_back_what_synthesis_no_longer_holds() {
+    // Six synthesis workers, a budget of three syntheses, a slow upload: partitions queue for the GPU.
+    let mut cfg = config(6, 1);
+    cfg.host_budget_bytes = 300;
+    let run = |held: Option<u64>| {
+        let s = Scheduler::new(SimStages { held_bytes: held, ..stages(5, 15, 5) }, cfg.clone());
+        s.submit(JobId(1), Priority::Normal, None, vec![0; 12]).unwrap().wait().unwrap();
+        assert!(s.budget().peak() <= 300, "peak {} over the budget", s.budget().peak());
+        assert_eq!(s.budget().used(), 0, "everything was given back");
+        most_in_flight(&s.timeline().spans())
+    };
+    let (full, compact) = (run(None), run(Some(10)));
+    assert!(full <= 3, "{full} partitions of 100 bytes in a budget of 300");
+    assert!(compact > full, "compact partitions: {compact} in flight, full ones {full}");
+}
+
 #[test]
 fn a_partition_larger_than_the_budget_fails_its_job_clearly() {
     let mut cfg = config(2, 1);

@@ -50,6 +50,13 @@ impl Density {
         Self { len: scalars.len(), zero, one, num_zero, num_one }
     }
 
+    /// A density from its bitmaps (laid out as [`Density::zero_bits`]) over `len` scalars.
+    pub(crate) fn from_bits(len: usize, zero: Vec<u64>, one: Vec<u64>) -> Self {
+        let num_zero = zero.iter().map(|w| w.count_ones() as usize).sum();
+        let num_one = one.iter().map(|w| w.count_ones() as usize).sum();
+        Self { len, zero, one, num_zero, num_one }
+    }
+
     /// Number of scalars classified.
     pub fn len(&self) -> usize {
         self.len

@@ -1,10 +1,12 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod compact;
 mod density;
 mod shape;
 mod synthesize;
 
+pub use compact::{synthesize_compact, CompactWitness};
 pub use density::{Density, ScalarClass};
 pub use shape::{
     synthesize_into, synthesize_witness_only, Csr, Evaluations, R1csShape, ShapeCache, ShapeProblem,

@@ -389,9 +389,24 @@ pub struct Witness {
 
 /// Runs `circuit` in witness-only mode and returns `z`, checked against `shape`'s variable counts.
 fn assignment<C: ConstraintSynthesizer<Fr>>(circuit: C, shape: &R1csShape) -> Result<Vec<Fr>, SynthError> {
+    let (mut z, witness) = assignment_parts(circuit, shape)?;
+    z.extend_from_slice(&witness);
+    Ok(z)
+}
+
+/// Runs `circuit` in witness-only mode and returns its instance and witness assignments, checked
+/// against `shape`'s variable counts. The witness vector is reserved at the shape's length first, so
+/// it never grows by doubling, and the instance vector leaves room for the witness after it.
+pub(crate) fn assignment_parts<C: ConstraintSynthesizer<Fr>>(
+    circuit: C,
+    shape: &R1csShape,
+) -> Result<(Vec<Fr>, Vec<Fr>), SynthError> {
     let cs = ConstraintSystem::<Fr>::new_ref();
     cs.set_optimization_goal(OptimizationGoal::Constraints);
     cs.set_mode(SynthesisMode::Prove { construct_matrices: false, generate_lc_assignments: false });
+    if let Some(mut inner) = cs.borrow_mut() {
+        inner.assignments.witness_assignment.reserve_exact(shape.counts.witness);
+    }
     circuit.generate_constraints(cs.clone())?;
     let expected = shape.counts;
     for (what, shape, circuit) in [
@@ -402,22 +417,19 @@ fn assignment<C: ConstraintSynthesizer<Fr>>(circuit: C, shape: &R1csShape) -> Re
             return Err(SynthError::ShapeMismatch { what, shape, circuit });
         }
     }
-    Ok(take_assignment(cs)?)
+    Ok(take_parts(cs)?)
 }
 
-/// `z` out of a constraint system: moved when nothing else holds it, copied otherwise.
-fn take_assignment(cs: ConstraintSystemRef<Fr>) -> Result<Vec<Fr>, SynthesisError> {
+/// The instance and witness assignments out of a constraint system: moved when nothing else holds
+/// it, copied otherwise.
+fn take_parts(cs: ConstraintSystemRef<Fr>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
     let unique = matches!(&cs, ConstraintSystemRef::CS(rc) if std::rc::Rc::strong_count(rc) == 1);
     if unique {
         let inner = cs.into_inner().ok_or(SynthesisError::MissingCS)?;
-        let mut z = inner.assignments.instance_assignment;
-        z.extend_from_slice(&inner.assignments.witness_assignment);
-        return Ok(z);
+        return Ok((inner.assignments.instance_assignment, inner.assignments.witness_assignment));
     }
     let inner = cs.borrow().ok_or(SynthesisError::MissingCS)?;
-    let mut z = inner.instance_assignment()?.to_vec();
-    z.extend_from_slice(inner.witness_assignment()?);
-    Ok(z)
+    Ok((inner.instance_assignment()?.to_vec(), inner.witness_assignment()?.to_vec()))
 }
 
 /// Synthesizes one partition of `shape`'s circuit without rebuilding its matrices: runs `circuit` in

@@ -92,6 +92,48 @@ impl ConstraintSynthesizer<Fr> for Unsatisfied {
     }
 }
 
+/// A chain of `rows` constraints whose rows carry coefficients 1, -1 and large ones, several terms
+/// each: `(c_j·w_j − w_{j+1} + d_j) · (w_j + x) = o_j`, with `x` public. The coefficients `c_j`, `d_j`
+/// are fixed (the same for every seed, so every circuit of `rows` has one shape); the witness `w`
+/// comes from `seed`.
+#[derive(Debug, Clone, Copy)]
+pub struct WeightedRows {
+    /// Constraints.
+    pub rows: usize,
+    /// Seed of the witness and the public input.
+    pub seed: u64,
+}
+
+impl ConstraintSynthesizer<Fr> for WeightedRows {
+    fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
+        use ark_ff::UniformRand;
+        use ark_relations::gr1cs::Variable;
+        let mut coefficients = StdRng::seed_from_u64(0x5eed);
+        let mut values = StdRng::seed_from_u64(self.seed);
+        let x = Fr::rand(&mut values);
+        let x_var = cs.new_input_variable(|| Ok(x))?;
+        let mut w: Vec<Fr> = (0..=self.rows).map(|_| Fr::rand(&mut values)).collect();
+        // Some witness entries are bits, as in real circuits.
+        for (j, v) in w.iter_mut().enumerate() {
+            if j % 3 == 1 {
+                *v = Fr::from((j % 2) as u64);
+            }
+        }
+        let vars = w.iter().map(|v| cs.new_witness_variable(|| Ok(*v))).collect::<Result<Vec<_>, _>>()?;
+        for j in 0..self.rows {
+            let (c, d) = (Fr::rand(&mut coefficients), Fr::rand(&mut coefficients));
+            let out = (c * w[j] - w[j + 1] + d) * (w[j] + x);
+            let out_var = cs.new_witness_variable(|| Ok(out))?;
+            cs.enforce_r1cs_constraint(
+                || ark_relations::lc!() + (c, vars[j]) + (-Fr::from(1u64), vars[j + 1]) + (d, Variable::One),
+                || ark_relations::lc!() + vars[j] + x_var,
+                || out_var.into(),
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// A circuit whose synthesis fails with [`SynthesisError::AssignmentMissing`] after allocating a few
 /// variables.
 #[derive(Debug, Clone, Copy)]

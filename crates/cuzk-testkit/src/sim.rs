@@ -82,6 +82,9 @@ pub struct SimStages {
     pub finish: Duration,
     /// Host bytes per partition (held from synthesis until the upload is done).
     pub host_bytes: u64,
+    /// Host bytes a synthesized partition keeps while it waits for its upload (`None`: all of
+    /// `host_bytes`), as a compact partition keeps less than synthesis needed.
+    pub held_bytes: Option<u64>,
     /// `(job, partition, stage)` triples that fail.
     pub failures: HashSet<(JobId, usize, &'static str)>,
 }
@@ -111,6 +114,10 @@ impl Stages for SimStages {
 
     fn host_bytes(&self, _input: &SimInput) -> u64 {
         self.host_bytes
+    }
+
+    fn held_bytes(&self, _data: &SimInput) -> u64 {
+        self.held_bytes.unwrap_or(u64::MAX)
     }
 
     fn synthesize(&self, part: PartitionRef, input: SimInput) -> Result<SimInput, StageError> {

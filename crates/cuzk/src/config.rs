@@ -53,6 +53,12 @@ pub struct Config {
     /// includes the satisfaction check. Off, every partition builds its own matrices (full synthesis).
     /// Keys without a shape are synthesized in full either way.
     pub witness_only: bool,
+    /// With witness-only synthesis on a GPU, evaluate `a`, `b`, `c` on the device (on by default): the
+    /// key's recorded shape is made resident beside its bases, a partition crosses the bus as its
+    /// compact assignment (bitmaps of its zeros and ones, the other values packed), and the device
+    /// checks every constraint. Off, or where the shape does not fit on a GPU (a
+    /// [`crate::Degradation::HostEvaluation`]), the host computes and uploads `a`, `b`, `c`.
+    pub evaluate_on_device: bool,
     /// The CUDA devices to prove on, by ordinal; `None` (the default) for every device. Keys are made
     /// resident on each of them, and a pipeline runs its GPU workers on each.
     pub cuda_devices: Option<Vec<usize>>,
@@ -66,6 +72,7 @@ impl Default for Config {
             check_witness: true,
             verify_proofs: true,
             witness_only: true,
+            evaluate_on_device: true,
             cuda_devices: None,
         }
     }

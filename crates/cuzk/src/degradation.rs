@@ -24,6 +24,14 @@ pub enum Degradation {
         /// GPU workers configured per device.
         workers: usize,
     },
+    /// The key's recorded R1CS shape could not be made resident on GPU `device`: witness-only
+    /// partitions evaluate `a`, `b`, `c` on the host and upload them in full.
+    HostEvaluation {
+        /// The GPU's ordinal.
+        device: usize,
+        /// Why the shape is not on the device.
+        reason: String,
+    },
 }
 
 impl Degradation {
@@ -32,13 +40,16 @@ impl Degradation {
         match self {
             Degradation::StreamedBases { .. } => "streamed_bases",
             Degradation::FewerSlots { .. } => "fewer_slots",
+            Degradation::HostEvaluation { .. } => "host_evaluation",
         }
     }
 
     /// The GPU it concerns.
     pub fn device(&self) -> usize {
         match self {
-            Degradation::StreamedBases { device, .. } | Degradation::FewerSlots { device, .. } => *device,
+            Degradation::StreamedBases { device, .. }
+            | Degradation::FewerSlots { device, .. }
+            | Degradation::HostEvaluation { device, .. } => *device,
         }
     }
 }
@@ -56,6 +67,11 @@ impl std::fmt::Display for Degradation {
                 f,
                 "GPU {device}: device memory holds {slots} partition slot(s) beside the key, fewer than the \
                  {workers} GPU workers, so uploads overlap kernels less"
+            ),
+            Degradation::HostEvaluation { device, reason } => write!(
+                f,
+                "GPU {device}: the key's R1CS matrices are not resident ({reason}), so a, b and c are \
+                 evaluated on the host and uploaded in full"
             ),
         }
     }

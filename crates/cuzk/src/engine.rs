@@ -180,7 +180,7 @@ impl Engine {
                 KeyInner::Cuda(CudaKeys { first, others, next: std::sync::atomic::AtomicUsize::new(0) })
             }
         };
-        let key = Key { inner: Arc::new(inner), shape: None };
+        let key = Key { inner: Arc::new(inner), shape: None, device_shapes: None, evaluation_note: None };
         crate::degradation::warn(&key.degradations());
         Ok(key)
     }
@@ -241,10 +241,17 @@ impl Engine {
 
     /// How partitions of `key` are synthesized by this engine.
     pub fn synthesis_mode(&self, key: &Key) -> SynthesisMode {
-        match self.shape_for(key) {
-            Some(_) => SynthesisMode::WitnessOnly,
-            None => SynthesisMode::Full,
+        match (self.shape_for(key), self.device_shapes_for(key)) {
+            (Some(_), Some(_)) => SynthesisMode::Compact,
+            (Some(_), None) => SynthesisMode::WitnessOnly,
+            (None, _) => SynthesisMode::Full,
         }
+    }
+
+    /// The key's shape resident on its GPUs, when this engine evaluates `a`, `b`, `c` there.
+    fn device_shapes_for<'k>(&self, key: &'k Key) -> Option<&'k crate::key::DeviceShapes> {
+        self.shape_for(key)?;
+        key.device_shapes.as_ref().filter(|_| self.config.evaluate_on_device)
     }
 
     /// Proves `circuit` with blinding scalars `r` and `s`: exactly the proof of
@@ -273,6 +280,24 @@ impl Engine {
         C: ConstraintSynthesizer<Fr> + Send + 'static,
     {
         let start = Instant::now();
+        if let (Some(shape), Some(shapes)) = (self.shape_for(key), self.device_shapes_for(key)) {
+            let w = crate::partition::synthesize_compact(shape, circuit)?;
+            let synthesis = start.elapsed();
+            self.check_key(key)?;
+            let (proof, stages) = key
+                .inner
+                .prove_compact(shapes, &w, r, s, &self.prove_options())
+                .map_err(Error::from_prove)?;
+            let synthesis_mode = SynthesisMode::Compact;
+            return Ok(ProofReport {
+                proof,
+                counts: w.counts(),
+                synthesis,
+                synthesis_mode,
+                stages,
+                total: start.elapsed(),
+            });
+        }
         let (syn, synthesis_mode) =
             synthesize_partition(self.shape_for(key).map(|s| &**s), circuit, &self.synthesis_options())?;
         let synthesis = start.elapsed();
@@ -450,6 +475,7 @@ impl Engine {
         crate::pipeline::Pipeline::start(
             key,
             self.shape_for(key).cloned(),
+            self.device_shapes_for(key).cloned(),
             self.synthesis_options(),
             self.prove_options(),
             sched,

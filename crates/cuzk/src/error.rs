@@ -173,9 +173,24 @@ fn store_kind(e: &cuzk_keystore::Error) -> ErrorKind {
     }
 }
 
+impl Error {
+    /// A prover's error as the engine reports it: a constraint the device's evaluation found
+    /// unsatisfied is the key shape's [`Error::ShapeUnsatisfied`], as the host's evaluation reports it.
+    pub(crate) fn from_prove(e: ProveError) -> Self {
+        match e {
+            ProveError::Unsatisfied { index, num_constraints } => {
+                Error::ShapeUnsatisfied { index, num_constraints }
+            }
+            other => Error::Prove(other),
+        }
+    }
+}
+
 fn prove_kind(e: &ProveError) -> ErrorKind {
     match e {
-        ProveError::KeyMismatch { .. } | ProveError::MalformedKey(_) => ErrorKind::InvalidInput,
+        ProveError::KeyMismatch { .. } | ProveError::MalformedKey(_) | ProveError::Unsatisfied { .. } => {
+            ErrorKind::InvalidInput
+        }
         ProveError::Backend(BackendError::Device { source, .. }) => device_kind(source.as_ref()),
         ProveError::Backend(_) => ErrorKind::InvalidInput,
         ProveError::SelfCheckFailed | ProveError::Verification(_) => ErrorKind::Internal,

@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use ark_bls12_381::{Bls12_381, Fr};
 use ark_groth16::{Proof, ProvingKey, VerifyingKey};
-use cuzk_cuda::CudaBackend;
-use cuzk_groth16::{CpuBackend, PolyBackend, PreparedKey, ProveOptions, StageTimes};
-use cuzk_synth::{R1csShape, Synthesized};
+use cuzk_cuda::{CudaBackend, GpuShape};
+use cuzk_groth16::{
+    BackendError, CpuBackend, PolyBackend, PreparedKey, ProveError, ProveOptions, StageTimes,
+};
+use cuzk_synth::{CompactWitness, Counts, R1csShape, Synthesized};
 
 use crate::Error;
 
@@ -89,6 +91,20 @@ pub(crate) enum StagedInner {
     Cuda(cuzk_groth16::Staged<CudaBackend>, usize),
 }
 
+/// `shape` resident on every GPU of `keys`, or the degradation that says which could not hold it.
+fn upload_shape(keys: &CudaKeys, shape: &R1csShape) -> Result<Vec<Arc<GpuShape>>, crate::Degradation> {
+    keys.iter()
+        .map(|k| {
+            GpuShape::upload(k.backend.gpu(), shape).map(Arc::new).map_err(|e| {
+                crate::Degradation::HostEvaluation {
+                    device: k.backend.gpu().info().ordinal,
+                    reason: e.to_string(),
+                }
+            })
+        })
+        .collect()
+}
+
 fn no_device(device: usize, devices: usize) -> cuzk_groth16::ProveError {
     cuzk_groth16::ProveError::Backend(cuzk_groth16::BackendError::Device {
         op: "prove",
@@ -149,6 +165,86 @@ impl KeyInner {
         }
     }
 
+    /// Moves a compact partition into GPU `device`'s memory for evaluation against the key's resident
+    /// shape there (`shapes`, one per GPU): the upload half of [`KeyInner::prove_compact`].
+    pub(crate) fn stage_compact(
+        &self,
+        device: usize,
+        shapes: &DeviceShapes,
+        w: &CompactWitness,
+    ) -> Result<StagedInner, ProveError> {
+        let KeyInner::Cuda(keys) = self else {
+            return Err(ProveError::Backend(BackendError::Device {
+                op: "stage_compact",
+                source: "a compact partition needs a key resident on a GPU".into(),
+            }));
+        };
+        let d = keys.get(device)?;
+        let shape = shapes.get(device).ok_or_else(|| no_device(device, shapes.len()))?;
+        let upload = || {
+            d.backend
+                .stage_compact(shape, w)
+                .map_err(|e| BackendError::Device { op: "stage_compact", source: Box::new(e) })
+        };
+        cuzk_groth16::stage_evaluated(&*d.backend, &d.key, &w.counts(), upload)
+            .map(|st| StagedInner::Cuda(st, device))
+    }
+
+    /// The kernel half of [`KeyInner::prove_compact`], on a partition [`KeyInner::stage_compact`] moved.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn prove_compact_staged(
+        &self,
+        counts: Counts,
+        public_inputs: &[Fr],
+        staged: StagedInner,
+        r: Fr,
+        s: Fr,
+        options: &ProveOptions,
+        queued: impl FnOnce(),
+    ) -> Result<(Proof<Bls12_381>, StageTimes), ProveError> {
+        match (self, staged) {
+            (KeyInner::Cuda(keys), StagedInner::Cuda(st, device)) => {
+                let d = keys.get(device)?;
+                cuzk_groth16::prove_witness_queued(
+                    &*d.backend,
+                    &d.key,
+                    counts,
+                    public_inputs,
+                    st,
+                    r,
+                    s,
+                    options,
+                    queued,
+                )
+            }
+            _ => Err(ProveError::Backend(BackendError::Device {
+                op: "prove_compact_staged",
+                source: "a compact partition is proved on the GPU it was staged on".into(),
+            })),
+        }
+    }
+
+    /// Proves one compact partition on the next GPU in turn, `a`, `b`, `c` evaluated there.
+    pub(crate) fn prove_compact(
+        &self,
+        shapes: &DeviceShapes,
+        w: &CompactWitness,
+        r: Fr,
+        s: Fr,
+        options: &ProveOptions,
+    ) -> Result<(Proof<Bls12_381>, StageTimes), ProveError> {
+        let turn = match self {
+            KeyInner::Cuda(keys) => keys.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % keys.len(),
+            KeyInner::Cpu(_) => 0,
+        };
+        let start = std::time::Instant::now();
+        let staged = self.stage_compact(turn, shapes, w)?;
+        let (proof, mut times) =
+            self.prove_compact_staged(w.counts(), w.public_inputs(), staged, r, s, options, || {})?;
+        times.total = start.elapsed();
+        Ok((proof, times))
+    }
+
     /// Host bytes the key holds for as long as it lives: its bases where the backend keeps them on the
     /// host, and for CUDA the backend's pinned staging buffers.
     pub(crate) fn host_bytes(&self) -> u64 {
@@ -190,15 +286,24 @@ impl KeyInner {
     }
 }
 
+/// A key's recorded shape resident on each of its GPUs (in the order of the key's devices), where
+/// `a`, `b`, `c` are evaluated.
+pub(crate) type DeviceShapes = Arc<Vec<Arc<GpuShape>>>;
+
 /// A proving key resident in an engine's backend, optionally with the recorded R1CS shape of its
 /// circuit. Cheap to clone; shared by every proof that uses it.
 ///
 /// With a shape, the engine synthesizes partitions witness-only (see [`SynthesisMode`]); without one it
-/// synthesizes them in full.
+/// synthesizes them in full. On GPUs the shape is also made resident beside the bases, so `a`, `b`,
+/// `c` are evaluated there ([`crate::Config::evaluate_on_device`]).
 #[derive(Clone)]
 pub struct Key {
     pub(crate) inner: Arc<KeyInner>,
     pub(crate) shape: Option<Arc<R1csShape>>,
+    /// The shape on every GPU, when it could be made resident on all of them.
+    pub(crate) device_shapes: Option<DeviceShapes>,
+    /// Why the shape is not on the GPUs, when it is not.
+    pub(crate) evaluation_note: Option<crate::Degradation>,
 }
 
 impl std::fmt::Debug for Key {
@@ -219,13 +324,32 @@ impl Key {
 
     /// This key with `shape` attached, so partitions are synthesized witness-only against it. The
     /// shape's counts must be the key's (instance, witness and all variables, NTT domain size);
-    /// otherwise the first count that differs is named. The key's bases are shared, not copied.
+    /// otherwise the first count that differs is named. The key's bases are shared, not copied. On
+    /// GPUs the shape's matrices are copied to every device; where one has no room for them, the key
+    /// says so in [`Key::degradations`] and its partitions are evaluated on the host.
     pub fn with_shape(&self, shape: Arc<R1csShape>) -> Result<Key, Error> {
-        match &*self.inner {
-            KeyInner::Cpu(k) => k.check_fits(&shape.counts())?,
-            KeyInner::Cuda(keys) => keys.first.key.check_fits(&shape.counts())?,
-        }
-        Ok(Key { inner: self.inner.clone(), shape: Some(shape) })
+        let (device_shapes, evaluation_note) = match &*self.inner {
+            KeyInner::Cpu(k) => {
+                k.check_fits(&shape.counts())?;
+                (None, None)
+            }
+            KeyInner::Cuda(keys) => {
+                keys.first.key.check_fits(&shape.counts())?;
+                match upload_shape(keys, &shape) {
+                    Ok(shapes) => (Some(Arc::new(shapes)), None),
+                    Err(note) => {
+                        crate::degradation::warn(std::slice::from_ref(&note));
+                        (None, Some(note))
+                    }
+                }
+            }
+        };
+        Ok(Key { inner: self.inner.clone(), shape: Some(shape), device_shapes, evaluation_note })
+    }
+
+    /// Device bytes the key's recorded shape holds on each GPU (0 where it is not resident).
+    pub fn shape_device_bytes(&self) -> u64 {
+        self.device_shapes.as_ref().and_then(|s| s.first()).map_or(0, |s| s.device_bytes() as u64)
     }
 
     /// What this key does less well than a key resident in full: bases streamed from host memory
@@ -246,12 +370,13 @@ impl Key {
                 let device = k.backend.gpu().info().ordinal;
                 (!msms.is_empty()).then_some(crate::Degradation::StreamedBases { device, msms })
             })
+            .chain(self.evaluation_note.clone())
             .collect()
     }
 
     /// This key without a shape: partitions are synthesized in full. The key's bases are shared.
     pub fn without_shape(&self) -> Key {
-        Key { inner: self.inner.clone(), shape: None }
+        Key { inner: self.inner.clone(), shape: None, device_shapes: None, evaluation_note: None }
     }
 
     /// The verifying key that matches this proving key.

@@ -16,6 +16,9 @@ pub enum SynthesisMode {
     /// The circuit only assigned its variables; `a`, `b`, `c` came from the key's recorded shape
     /// (`cuzk_synth::synthesize_witness_only`), always with the satisfaction check.
     WitnessOnly,
+    /// Witness-only, and only the compact assignment left the host: `a`, `b`, `c` were evaluated and
+    /// checked on the GPU against the key's resident shape ([`crate::Config::evaluate_on_device`]).
+    Compact,
 }
 
 impl SynthesisMode {
@@ -24,6 +27,7 @@ impl SynthesisMode {
         match self {
             Self::Full => "full",
             Self::WitnessOnly => "witness-only",
+            Self::Compact => "compact",
         }
     }
 }
@@ -31,6 +35,21 @@ impl SynthesisMode {
 impl std::fmt::Display for SynthesisMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// Synthesizes one partition compactly against `shape` (see [`SynthesisMode::Compact`]), with the
+/// engine's errors for a circuit of other counts.
+pub(crate) fn synthesize_compact<C: ConstraintSynthesizer<Fr>>(
+    shape: &R1csShape,
+    circuit: C,
+) -> Result<cuzk_synth::CompactWitness, Error> {
+    match cuzk_synth::synthesize_compact(circuit, shape) {
+        Ok(w) => Ok(w),
+        Err(SynthError::ShapeMismatch { what, shape, circuit }) => {
+            Err(Error::ShapeMismatch { what, shape, circuit })
+        }
+        Err(other) => Err(other.into()),
     }
 }
 

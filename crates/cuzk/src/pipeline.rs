@@ -20,8 +20,8 @@ use cuzk_groth16::{ProveOptions, Stage, StageTimes};
 use cuzk_sched::{KernelLog, PartitionRef, Placement, StageError, Stages};
 use cuzk_synth::{R1csShape, SynthesisOptions, Synthesized};
 
-use crate::key::{reserve_slots, KeyInner, StagedInner};
-use crate::partition::synthesize_partition;
+use crate::key::{reserve_slots, DeviceShapes, KeyInner, StagedInner};
+use crate::partition::{synthesize_compact, synthesize_partition};
 use crate::{Error, Key, SynthesisMode};
 
 /// Host bytes of one synthesized partition of domain size `n`: `a`, `b`, `c` and `z`, four vectors of
@@ -35,6 +35,8 @@ pub(crate) struct EngineStages<C> {
     pub(crate) key: Key,
     /// The shape to synthesize witness-only against; `None` for full synthesis.
     pub(crate) shape: Option<Arc<R1csShape>>,
+    /// The shape resident on the key's GPUs, when partitions go there compact and are evaluated there.
+    pub(crate) device_shapes: Option<DeviceShapes>,
     pub(crate) synthesis: SynthesisOptions,
     pub(crate) prove: ProveOptions,
     pub(crate) circuit: PhantomData<fn(C)>,
@@ -42,9 +44,25 @@ pub(crate) struct EngineStages<C> {
 
 /// A partition in flight: its synthesized data and blinding scalars.
 pub(crate) struct Partition {
-    syn: Synthesized,
+    data: PartitionData,
     r: Fr,
     s: Fr,
+}
+
+/// What synthesis left on the host.
+pub(crate) enum PartitionData {
+    /// `a`, `b`, `c` and `z` (emptied of `a`, `b`, `c` once they are uploaded).
+    Host(Synthesized),
+    /// The compact assignment, for evaluation on the GPU (dropped once uploaded; the public inputs stay).
+    Compact(cuzk_synth::CompactWitness),
+    /// A compact partition after its upload: what the kernel half still needs.
+    Uploaded { counts: cuzk_synth::Counts, public_inputs: Vec<Fr> },
+}
+
+/// Host bytes a partition of `shape` holds at most from the start of its compact synthesis to the
+/// end of its upload.
+fn compact_host_bytes(shape: &R1csShape) -> u64 {
+    cuzk_synth::CompactWitness::peak_bytes(shape.counts())
 }
 
 /// A partition whose data is in backend memory.
@@ -82,13 +100,27 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
     type Output = Proof<Bls12_381>;
 
     fn host_bytes(&self, _input: &Self::Input) -> u64 {
-        partition_host_bytes(self.key.domain_size())
+        match (&self.shape, &self.device_shapes) {
+            (Some(shape), Some(_)) => compact_host_bytes(shape),
+            _ => partition_host_bytes(self.key.domain_size()),
+        }
+    }
+
+    fn held_bytes(&self, part: &Partition) -> u64 {
+        match &part.data {
+            PartitionData::Compact(w) => w.host_bytes(),
+            _ => u64::MAX,
+        }
     }
 
     fn synthesize(&self, _part: PartitionRef, (circuit, r, s): Self::Input) -> Result<Partition, StageError> {
+        if let (Some(shape), Some(_)) = (&self.shape, &self.device_shapes) {
+            let w = synthesize_compact(shape, circuit).map_err(stage_error("synthesis"))?;
+            return Ok(Partition { data: PartitionData::Compact(w), r, s });
+        }
         let (syn, _mode) = synthesize_partition(self.shape.as_deref(), circuit, &self.synthesis)
             .map_err(stage_error("synthesis"))?;
-        Ok(Partition { syn, r, s })
+        Ok(Partition { data: PartitionData::Host(syn), r, s })
     }
 
     fn upload(
@@ -97,12 +129,40 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
         at: Placement,
         mut part: Partition,
     ) -> Result<StagedPartition, StageError> {
-        let staged =
-            self.key.inner.stage(at.device, &part.syn).map_err(|e| stage_error("upload")(e.into()))?;
-        // a, b and c live in backend memory now; only z is still read from the host.
-        for v in [&mut part.syn.a, &mut part.syn.b, &mut part.syn.c] {
-            *v = Vec::new();
-        }
+        let failed = |e| stage_error("upload")(Error::from_prove(e));
+        let staged = match &mut part.data {
+            PartitionData::Host(syn) => {
+                let staged = self.key.inner.stage(at.device, syn).map_err(failed)?;
+                // a, b and c live in backend memory now; only z is still read from the host.
+                for v in [&mut syn.a, &mut syn.b, &mut syn.c] {
+                    *v = Vec::new();
+                }
+                staged
+            }
+            PartitionData::Compact(w) => {
+                let shapes = self.device_shapes.as_ref().ok_or_else(|| {
+                    stage_error("upload")(Error::Prove(cuzk_groth16::ProveError::Backend(
+                        cuzk_groth16::BackendError::Device {
+                            op: "upload",
+                            source: "a compact partition without the key's shape on the GPU".into(),
+                        },
+                    )))
+                })?;
+                let staged = self.key.inner.stage_compact(at.device, shapes, w).map_err(failed)?;
+                // Everything but the public inputs is on the device now.
+                let (counts, public_inputs) = (w.counts(), w.public_inputs().to_vec());
+                part.data = PartitionData::Uploaded { counts, public_inputs };
+                staged
+            }
+            PartitionData::Uploaded { .. } => {
+                return Err(stage_error("upload")(Error::Prove(cuzk_groth16::ProveError::Backend(
+                    cuzk_groth16::BackendError::Device {
+                        op: "upload",
+                        source: "the partition was uploaded already".into(),
+                    },
+                ))))
+            }
+        };
         Ok(StagedPartition { part, staged })
     }
 
@@ -118,13 +178,28 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
         let no_check = ProveOptions { verify: false };
         // The kernel lock is released as soon as every kernel is queued: the MSMs' collection, the
         // assembly and the timer reads then overlap the next partition's kernels.
-        let (proof, times) = self
-            .key
-            .inner
-            .prove_staged(&p.syn, staged, p.r, p.s, &no_check, || log.kernels_queued())
-            .map_err(|e| stage_error("kernels")(e.into()))?;
+        let inner = &self.key.inner;
+        let queued = || log.kernels_queued();
+        let (result, public_inputs) = match &p.data {
+            PartitionData::Host(syn) => {
+                (inner.prove_staged(syn, staged, p.r, p.s, &no_check, queued), syn.public_inputs())
+            }
+            PartitionData::Uploaded { counts, public_inputs } => (
+                inner.prove_compact_staged(*counts, public_inputs, staged, p.r, p.s, &no_check, queued),
+                &public_inputs[..],
+            ),
+            PartitionData::Compact(_) => {
+                return Err(stage_error("kernels")(Error::Prove(cuzk_groth16::ProveError::Backend(
+                    cuzk_groth16::BackendError::Device {
+                        op: "kernels",
+                        source: "the partition was not uploaded".into(),
+                    },
+                ))))
+            }
+        };
+        let (proof, times) = result.map_err(|e| stage_error("kernels")(Error::from_prove(e)))?;
         log_stages(log, &times);
-        Ok((proof, self.prove.verify.then(|| p.syn.public_inputs().to_vec())))
+        Ok((proof, self.prove.verify.then(|| public_inputs.to_vec())))
     }
 
     fn finish(
@@ -169,15 +244,26 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Pipeline<C> {
     pub(crate) fn start(
         key: &Key,
         shape: Option<Arc<R1csShape>>,
+        device_shapes: Option<DeviceShapes>,
         synthesis: SynthesisOptions,
         prove: ProveOptions,
         sched: cuzk_sched::Config,
         budget: &cuzk_sched::Budget,
     ) -> Result<Self, Error> {
-        let synthesis_mode = if shape.is_some() { SynthesisMode::WitnessOnly } else { SynthesisMode::Full };
+        let device_shapes = device_shapes.filter(|_| shape.is_some());
+        let synthesis_mode = match (&shape, &device_shapes) {
+            (Some(_), Some(_)) => SynthesisMode::Compact,
+            (Some(_), None) => SynthesisMode::WitnessOnly,
+            (None, _) => SynthesisMode::Full,
+        };
+        let partition = match (&shape, &device_shapes) {
+            (Some(shape), Some(_)) => compact_host_bytes(shape),
+            _ => partition_host_bytes(key.domain_size()),
+        };
         let stages = EngineStages::<C> {
             key: key.clone(),
             shape,
+            device_shapes,
             synthesis,
             prove,
             circuit: std::marker::PhantomData,
@@ -205,7 +291,6 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Pipeline<C> {
         // What the key holds on the host (and the pinned staging) is reserved for the pipeline's life,
         // and every pipeline's widest partition must still fit beside all such reservations.
         let fixed = key.inner.host_bytes();
-        let partition = partition_host_bytes(key.domain_size());
         let key_bytes = budget.reserve_resident(fixed, partition).map_err(|e| match e {
             cuzk_sched::BudgetError::NoRoom { available, .. } => {
                 Error::HostBudget { budget: available, key: fixed, partition }

@@ -128,3 +128,64 @@ fn a_device_list_with_a_missing_gpu_is_refused_clearly() {
     let err = Engine::new(config).expect_err("a GPU listed twice");
     assert!(err.to_string().contains("listed twice"), "{err}");
 }
+
+#[test]
+fn partitions_evaluated_on_the_gpu_equal_ark_groth16_and_a_bad_witness_is_refused() {
+    use cuzk::{Error, SynthesisMode};
+    use cuzk_circuits::PorepLike;
+    let engine = engine();
+    let mut rng = seeded_rng("gpu_engine_compact");
+    let params = PorepLike::params_for_log_constraints(14).unwrap();
+    let seed = rng.gen();
+    let first = PorepLike::new(params, seed, 0).unwrap();
+    let pk = keygen(first, &mut rng);
+    let key = engine.load_key_recording_shape(pk.clone(), first).unwrap();
+    assert_eq!(engine.synthesis_mode(&key), SynthesisMode::Compact, "{:?}", key.degradations());
+    assert!(key.shape_device_bytes() > 0);
+    // Single proofs and a pipeline of two proofs of three partitions.
+    let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+    let circuit = PorepLike::new(params, seed, 5).unwrap();
+    let report = engine.prove_report(&key, circuit, r, s).unwrap();
+    assert_eq!(report.synthesis_mode, SynthesisMode::Compact);
+    let ark = Groth16::<Bls12_381>::create_proof_with_reduction(circuit, &pk, r, s).unwrap();
+    assert_eq!(report.proof, ark, "single proof");
+    let jobs: Vec<Vec<(PorepLike, Fr, Fr)>> = (0..2)
+        .map(|j| {
+            (0..3)
+                .map(|p| {
+                    (PorepLike::new(params, seed ^ j, p).unwrap(), Fr::rand(&mut rng), Fr::rand(&mut rng))
+                })
+                .collect()
+        })
+        .collect();
+    let sched = cuzk::sched::Config { partition_workers: 3, gpu_workers_per_device: 2, ..Default::default() };
+    let run = engine.prove_pipelined_jobs(&key, jobs.clone(), sched.clone()).unwrap();
+    assert_eq!(run.synthesis_mode, SynthesisMode::Compact);
+    for (j, (proofs, inputs)) in run.proofs.iter().zip(&jobs).enumerate() {
+        for (p, (proof, (c, r, s))) in proofs.iter().zip(inputs).enumerate() {
+            let ark = Groth16::<Bls12_381>::create_proof_with_reduction(*c, &pk, *r, *s).unwrap();
+            assert_eq!(proof, &ark, "job {j}, partition {p}");
+        }
+    }
+    // The pipeline budgets a partition by its compact size.
+    let pipeline = engine.pipeline::<PorepLike>(&key, sched.clone()).unwrap();
+    let full = 4 * 32 * key.domain_size() as u64;
+    assert!(pipeline.partition_host_bytes() < full, "{} of {full}", pipeline.partition_host_bytes());
+    drop(pipeline);
+    // With device evaluation off, the host evaluates and the proofs are the same.
+    let host = Engine::new(Config { evaluate_on_device: false, ..Config::cuda() }).unwrap();
+    let host_key = host.load_key_recording_shape(pk.clone(), first).unwrap();
+    assert_eq!(host.synthesis_mode(&host_key), SynthesisMode::WitnessOnly);
+    assert_eq!(host.prove_with_randomness(&host_key, circuit, r, s).unwrap(), ark);
+    // A witness that breaks the shape: refused with the constraint's index, no proof.
+    let honest =
+        cuzk_testkit::Unsatisfied { inner: Synthetic::with_log_rows(12, rng.gen()), bad: usize::MAX };
+    let pk = keygen(honest, &mut rng);
+    let key = engine.load_key_recording_shape(pk, honest).unwrap();
+    let bad = cuzk_testkit::Unsatisfied { bad: 321, ..honest };
+    let err = engine.prove_with_randomness(&key, bad, r, s).unwrap_err();
+    assert!(matches!(err, Error::ShapeUnsatisfied { index: 321, .. }), "{err}");
+    let run = engine.prove_pipelined(&key, vec![honest, bad], vec![(r, s), (r, s)], sched);
+    let err = run.unwrap_err();
+    assert!(matches!(err.root(), Error::ShapeUnsatisfied { index: 321, .. }), "{err}");
+}

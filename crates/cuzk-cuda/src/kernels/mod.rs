@@ -12,6 +12,7 @@ use crate::CudaError;
 mod field;
 pub(crate) mod msm;
 mod ntt;
+pub(crate) mod r1cs;
 
 #[cfg(feature = "bench-kernels")]
 pub use field::{fq2_ops, fq_mul_bench, fq_ops, fr_mul_bench, fr_ops, FIELD_OPS, FQ2_OPS};

@@ -1,0 +1,194 @@
+//! A partition's assignment in the form a device evaluates it from: the zeros and ones as two bitmaps
+//! (its density's), every other value packed in order, and per 64-entry word of the bitmaps the
+//! number of packed values before it, so entry `i` is found without a scan.
+//!
+//! Groth16 witnesses of hash circuits are mostly bits, so this is a small fraction of `z` (an eighth of
+//! a byte per bit against 32 bytes). [`synthesize_compact`] runs a circuit witness-only and keeps only
+//! this form: the sparse products `A·z`, `B·z`, `C·z` and the satisfaction check are left to the
+//! backend, which holds the shape's matrices ([`crate::R1csShape`]) next to the key.
+
+use ark_bls12_381::Fr;
+use ark_ff::{One, Zero};
+use ark_relations::gr1cs::ConstraintSynthesizer;
+use rayon::prelude::*;
+
+use crate::{Counts, Density, R1csShape, SynthError};
+
+/// Words of the bitmaps one task packs the values of.
+const WORDS_PER_BLOCK: usize = 1024;
+
+/// A partition's assignment `z`, compact: see the [module docs](self).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactWitness {
+    counts: Counts,
+    density: Density,
+    /// Per word of the bitmaps, the packed values before it.
+    ranks: Vec<u64>,
+    /// The values that are neither 0 nor 1, in order.
+    others: Vec<Fr>,
+    /// The instance part of `z` (the constant 1, then the public inputs), for the proof's check.
+    instance: Vec<Fr>,
+}
+
+impl CompactWitness {
+    /// Encodes `z` (a full assignment of a circuit of `counts`), classifying its entries on the way.
+    ///
+    /// Fails with [`SynthError::ShapeMismatch`] when `z` does not have `counts.variables()` entries.
+    pub fn encode(counts: Counts, z: &[Fr]) -> Result<Self, SynthError> {
+        if z.len() < counts.instance {
+            return Err(SynthError::ShapeMismatch {
+                what: "assignment entries",
+                shape: counts.variables(),
+                circuit: z.len(),
+            });
+        }
+        let (instance, witness) = z.split_at(counts.instance);
+        Self::encode_parts(counts, instance, witness)
+    }
+
+    /// [`CompactWitness::encode`] of `z = instance || witness`, without joining them.
+    pub(crate) fn encode_parts(counts: Counts, instance: &[Fr], witness: &[Fr]) -> Result<Self, SynthError> {
+        for (what, shape, len) in [
+            ("instance variables", counts.instance, instance.len()),
+            ("witness variables", counts.witness, witness.len()),
+        ] {
+            if len != shape {
+                return Err(SynthError::ShapeMismatch { what, shape, circuit: len });
+            }
+        }
+        let len = counts.variables();
+        let at = |i: usize| if i < instance.len() { &instance[i] } else { &witness[i - instance.len()] };
+        let words = len.div_ceil(64);
+        // Pass 1, per word: its zero and one bits (the rest are the packed values).
+        let (zero, one): (Vec<u64>, Vec<u64>) = (0..words)
+            .into_par_iter()
+            .map(|w| {
+                let (mut zero, mut one) = (0u64, 0u64);
+                for (b, i) in (w * 64..len.min(w * 64 + 64)).enumerate() {
+                    let v = at(i);
+                    if v.is_zero() {
+                        zero |= 1 << b;
+                    } else if v.is_one() {
+                        one |= 1 << b;
+                    }
+                }
+                (zero, one)
+            })
+            .unzip();
+        let mut ranks = Vec::with_capacity(words);
+        let mut before = 0usize;
+        for w in 0..words {
+            ranks.push(before as u64);
+            let entries = len.min(w * 64 + 64) - w * 64;
+            before += entries - (zero[w] | one[w]).count_ones() as usize;
+        }
+        // Pass 2, per block of words: the packed values, written straight to their places.
+        let mut others = vec![Fr::zero(); before];
+        let mut blocks = Vec::with_capacity(words.div_ceil(WORDS_PER_BLOCK));
+        let mut rest = &mut others[..];
+        for first in (0..words).step_by(WORDS_PER_BLOCK) {
+            let end = ranks.get(first + WORDS_PER_BLOCK).map_or(before, |&r| r as usize);
+            let (block, tail) = rest.split_at_mut(end - ranks[first] as usize);
+            blocks.push((first, block));
+            rest = tail;
+        }
+        blocks.into_par_iter().for_each(|(first, block)| {
+            let mut next = block.iter_mut();
+            for w in first..words.min(first + WORDS_PER_BLOCK) {
+                let packed = !(zero[w] | one[w]);
+                for (b, i) in (w * 64..len.min(w * 64 + 64)).enumerate() {
+                    if packed >> b & 1 == 1 {
+                        if let Some(slot) = next.next() {
+                            *slot = *at(i);
+                        }
+                    }
+                }
+            }
+        });
+        let density = Density::from_bits(len, zero, one);
+        Ok(Self { counts, density, ranks, others, instance: instance.to_vec() })
+    }
+
+    /// `z` again, in full (the host's reference for a device's expansion).
+    pub fn expand(&self) -> Vec<Fr> {
+        let mut z = vec![Fr::zero(); self.counts.variables()];
+        z.par_chunks_mut(64).enumerate().for_each(|(w, chunk)| {
+            let (zero, one) = (self.density.zero_bits()[w], self.density.one_bits()[w]);
+            let mut next = self.ranks[w] as usize;
+            for (b, v) in chunk.iter_mut().enumerate() {
+                if zero >> b & 1 == 1 {
+                    *v = Fr::zero();
+                } else if one >> b & 1 == 1 {
+                    *v = Fr::one();
+                } else {
+                    *v = self.others[next];
+                    next += 1;
+                }
+            }
+        });
+        z
+    }
+
+    /// The circuit's counts.
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+
+    /// Which entries are 0, 1 or other.
+    pub fn density(&self) -> &Density {
+        &self.density
+    }
+
+    /// Per 64-entry word of the density's bitmaps, the number of packed values before it.
+    pub fn ranks(&self) -> &[u64] {
+        &self.ranks
+    }
+
+    /// The entries that are neither 0 nor 1, in order.
+    pub fn others(&self) -> &[Fr] {
+        &self.others
+    }
+
+    /// The instance part of `z`, the leading 1 included.
+    pub fn instance(&self) -> &[Fr] {
+        &self.instance
+    }
+
+    /// The public inputs as a verifier takes them (the instance without the leading 1).
+    pub fn public_inputs(&self) -> &[Fr] {
+        &self.instance[1..]
+    }
+
+    /// Bytes this form holds in host memory (its vectors' lengths), what a partition waiting for its
+    /// upload keeps.
+    pub fn host_bytes(&self) -> u64 {
+        let words = self.ranks.len() as u64;
+        3 * 8 * words + 32 * (self.others.len() + self.instance.len()) as u64
+    }
+
+    /// Bytes a device upload of this form copies: the bitmaps and ranks, and the packed values.
+    pub fn upload_bytes(&self) -> u64 {
+        3 * 8 * self.ranks.len() as u64 + 32 * self.others.len() as u64
+    }
+
+    /// The most bytes [`synthesize_compact`] holds for a circuit of `counts` at once: arkworks'
+    /// assignment vectors (reserved at their final lengths) and `z`, then the compact form, whose
+    /// packed values are at most `z`'s.
+    pub fn peak_bytes(counts: Counts) -> u64 {
+        let vars = counts.variables() as u64;
+        // arkworks' instance and witness vectors (kept apart, never joined), then the compact form at
+        // its largest: every value packed, three words per 64 entries, the instance copied.
+        32 * vars + 32 * vars + 3 * 8 * vars.div_ceil(64) + 32 * counts.instance as u64
+    }
+}
+
+/// Runs `circuit` witness-only against `shape` (its variable counts checked) and returns only the
+/// compact form of its assignment: no `A·z`, `B·z`, `C·z` on the host and no satisfaction check here.
+/// The backend that evaluates the shape checks every row and names the first with `a·b != c`.
+pub fn synthesize_compact<C: ConstraintSynthesizer<Fr>>(
+    circuit: C,
+    shape: &R1csShape,
+) -> Result<CompactWitness, SynthError> {
+    let (instance, witness) = crate::shape::assignment_parts(circuit, shape)?;
+    CompactWitness::encode_parts(shape.counts(), &instance, &witness)
+}
