@@ -357,17 +357,58 @@ impl ServiceConfig {
 }
 
 /// The log filter a `log_level` asks for: a level or `tracing` filter directives.
+///
+/// arkworks' gadgets open a span (target `gr1cs`, level INFO) for every operation on a bit or a field
+/// variable, and a constraint system keeps one per constraint: at `info` a partition's synthesis
+/// would spend more time in the log subscriber than in the circuit and hold a span per constraint.
+/// They stay off unless the directives name `gr1cs` themselves.
 pub fn log_filter(level: &str) -> Result<tracing_subscriber::EnvFilter, ConfigError> {
-    tracing_subscriber::EnvFilter::try_new(level).map_err(|e| ConfigError::Invalid {
-        field: "log_level",
-        value: format!("{level:?}"),
+    directives_filter("log_level", level)
+}
+
+/// [`log_filter`] for directives from `field` (`log_level`, or `RUST_LOG`).
+pub(crate) fn directives_filter(
+    field: &'static str,
+    directives: &str,
+) -> Result<tracing_subscriber::EnvFilter, ConfigError> {
+    let filter = tracing_subscriber::EnvFilter::try_new(directives).map_err(|e| ConfigError::Invalid {
+        field,
+        value: format!("{directives:?}"),
         expected: format!("a level or filter directives ({e})"),
+    })?;
+    if directives.contains(GADGET_SPANS) {
+        return Ok(filter);
+    }
+    Ok(match format!("{GADGET_SPANS}=off").parse() {
+        Ok(off) => filter.add_directive(off),
+        Err(_) => filter,
     })
 }
+
+/// The `tracing` target of arkworks' per-gadget spans.
+const GADGET_SPANS: &str = "gr1cs";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arkworks_gadget_spans_are_off_unless_asked_for() {
+        use tracing_subscriber::layer::SubscriberExt;
+        let enabled = |directives: &str| {
+            let filter = log_filter(directives).unwrap();
+            let subscriber = tracing_subscriber::registry().with(filter);
+            tracing::subscriber::with_default(subscriber, || {
+                (
+                    tracing::span_enabled!(target: "gr1cs", tracing::Level::INFO),
+                    tracing::event_enabled!(target: "cuzk_service", tracing::Level::INFO),
+                )
+            })
+        };
+        assert_eq!(enabled("info"), (false, true));
+        assert_eq!(enabled("trace"), (false, true));
+        assert_eq!(enabled("warn,gr1cs=info"), (true, false), "asked for by name");
+    }
 
     #[test]
     fn the_documented_defaults_are_the_defaults() {

@@ -3,22 +3,14 @@
 //! with its job and partition) at debug level. [`init`] installs a subscriber writing to standard
 //! error, as text or JSON, filtered by `RUST_LOG` or else the configured level.
 
-use tracing_subscriber::EnvFilter;
-
-use crate::config::{log_filter, ConfigError, LogFormat, ServiceConfig};
+use crate::config::{directives_filter, log_filter, ConfigError, LogFormat, ServiceConfig};
 
 /// Installs the process's log subscriber as `config` says (`log_level`, overridden by `RUST_LOG`;
 /// `log_format`). Fails on a filter that does not parse; a second call leaves the first subscriber
 /// in place.
 pub fn init(config: &ServiceConfig) -> Result<(), ConfigError> {
     let filter = match std::env::var("RUST_LOG") {
-        Ok(directives) if !directives.trim().is_empty() => {
-            EnvFilter::try_new(&directives).map_err(|e| ConfigError::Invalid {
-                field: "RUST_LOG",
-                value: format!("{directives:?}"),
-                expected: e.to_string(),
-            })?
-        }
+        Ok(directives) if !directives.trim().is_empty() => directives_filter("RUST_LOG", &directives)?,
         _ => log_filter(&config.log_level)?,
     };
     use std::io::IsTerminal;
