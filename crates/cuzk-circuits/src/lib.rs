@@ -3,6 +3,7 @@
 
 pub mod porep;
 mod poseidon;
+mod sha256;
 mod synthetic;
 
 pub use porep::{LabelHash, PorepLike, PorepParams, ShapeCounts};

@@ -33,7 +33,7 @@ use ark_crypto_primitives::crh::poseidon::constraints::{CRHParametersVar, TwoToO
 use ark_crypto_primitives::crh::sha256::constraints::Sha256Gadget;
 use ark_crypto_primitives::crh::TwoToOneCRHSchemeGadget;
 use ark_crypto_primitives::sponge::poseidon::PoseidonConfig;
-use ark_ff::{BigInteger, PrimeField, UniformRand, Zero};
+use ark_ff::{AdditiveGroup, BigInteger, Field, PrimeField, UniformRand, Zero};
 use ark_r1cs_std::{
     alloc::AllocVar, boolean::Boolean, convert::ToBitsGadget, eq::EqGadget, fields::fp::FpVar,
     select::CondSelectGadget, uint8::UInt8,
@@ -461,6 +461,7 @@ impl ConstraintSynthesizer<Fr> for PorepLike {
         // No witness in setup mode (key generation, counting): only the structure is built.
         let w = (!cs.is_in_setup_mode()).then(|| self.witness());
         let p = self.params;
+        let witness_only = crate::sha256::witness_only(&cs);
 
         let replica_id = FpVar::new_input(cs.clone(), || value(&w, |w| w.replica_id))?;
         let root = FpVar::new_input(cs.clone(), || value(&w, |w| w.root))?;
@@ -497,11 +498,16 @@ impl ConstraintSynthesizer<Fr> for PorepLike {
                         let label = value(&w, |w| w.challenges[i].parent_labels[j]);
                         message.extend(UInt8::new_witness_vec(cs.clone(), &label.unwrap_or([0; 32]))?);
                     }
-                    let digest = Sha256Gadget::digest(&message)?;
-                    let bits =
-                        digest.0.iter().map(|byte| byte.to_bits_le()).collect::<Result<Vec<_>, _>>()?;
-                    let bits: Vec<Boolean<Fr>> = bits.into_iter().flatten().take(254).collect();
-                    Boolean::le_bits_to_fp(&bits)?
+                    if witness_only {
+                        // The gadget's variables, computed on machine words (see `sha256`).
+                        crate::sha256::digest_witness(&cs, &message, 254)?
+                    } else {
+                        let digest = Sha256Gadget::digest(&message)?;
+                        let bits =
+                            digest.0.iter().map(|byte| byte.to_bits_le()).collect::<Result<Vec<_>, _>>()?;
+                        let bits: Vec<Boolean<Fr>> = bits.into_iter().flatten().take(254).collect();
+                        Boolean::le_bits_to_fp(&bits)?
+                    }
                 }
                 LabelHash::Poseidon => {
                     let node = Boolean::le_bits_to_fp(&node_bits)?;
@@ -529,7 +535,7 @@ impl ConstraintSynthesizer<Fr> for PorepLike {
 
         for j in 0..p.filler {
             let bit = value(&w, |w| w.filler_bits[j]);
-            let b = cs.new_witness_variable(|| bit.map(Fr::from))?;
+            let b = cs.new_witness_variable(|| bit.map(|b| if b { Fr::ONE } else { Fr::ZERO }))?;
             cs.enforce_r1cs_constraint(|| lc!() + b, || lc!() + Variable::One - b, || lc!())?;
         }
         Ok(())

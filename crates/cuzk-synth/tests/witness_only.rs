@@ -59,10 +59,20 @@ fn porep_like_partitions_match_full_synthesis() {
         label_hash: LabelHash::Sha256,
         filler: 3,
     };
+    // Filecoin's parent counts (an eight-block SHA-256 message per label), two challenges.
+    let filecoin_parents = PorepParams {
+        challenges: 2,
+        depth: 3,
+        base_parents: 6,
+        expander_parents: 8,
+        label_hash: LabelHash::Sha256,
+        filler: 0,
+    };
     let shapes = [
         PorepLike::params_for_log_constraints(10).unwrap(),
         PorepLike::params_for_log_constraints(12).unwrap(),
         small_sha,
+        filecoin_parents,
     ];
     for params in shapes {
         let seed = rng.next_u64();
