@@ -59,29 +59,7 @@ impl CompactWitness {
         let len = counts.variables();
         let at = |i: usize| if i < instance.len() { &instance[i] } else { &witness[i - instance.len()] };
         let words = len.div_ceil(64);
-        // Pass 1, per word: its zero and one bits (the rest are the packed values).
-        let (zero, one): (Vec<u64>, Vec<u64>) = (0..words)
-            .into_par_iter()
-            .map(|w| {
-                let (mut zero, mut one) = (0u64, 0u64);
-                for (b, i) in (w * 64..len.min(w * 64 + 64)).enumerate() {
-                    let v = at(i);
-                    if v.is_zero() {
-                        zero |= 1 << b;
-                    } else if v.is_one() {
-                        one |= 1 << b;
-                    }
-                }
-                (zero, one)
-            })
-            .unzip();
-        let mut ranks = Vec::with_capacity(words);
-        let mut before = 0usize;
-        for w in 0..words {
-            ranks.push(before as u64);
-            let entries = len.min(w * 64 + 64) - w * 64;
-            before += entries - (zero[w] | one[w]).count_ones() as usize;
-        }
+        let (zero, one, ranks, before) = classify(len, at);
         // Pass 2, per block of words: the packed values, written straight to their places.
         let mut others = vec![Fr::zero(); before];
         let mut blocks = Vec::with_capacity(words.div_ceil(WORDS_PER_BLOCK));
@@ -107,6 +85,55 @@ impl CompactWitness {
         });
         let density = Density::from_bits(len, zero, one);
         Ok(Self { counts, density, ranks, others, instance: instance.to_vec() })
+    }
+
+    /// [`CompactWitness::encode`] of `z = instance || witness`, taking the witness vector, whose other values are packed in
+    /// place: no second vector of `z`'s size is ever held, so the most this needs is the assignment
+    /// and the bitmaps ([`CompactWitness::peak_bytes`]).
+    ///
+    /// Fails like [`CompactWitness::encode`] when the vectors' lengths are not `counts`'.
+    pub fn encode_owned(counts: Counts, instance: Vec<Fr>, witness: Vec<Fr>) -> Result<Self, SynthError> {
+        for (what, shape, len) in [
+            ("instance variables", counts.instance, instance.len()),
+            ("witness variables", counts.witness, witness.len()),
+        ] {
+            if len != shape {
+                return Err(SynthError::ShapeMismatch { what, shape, circuit: len });
+            }
+        }
+        let len = counts.variables();
+        let inst = instance.len();
+        let (zero, one, ranks, before) = {
+            let at = |i: usize| if i < inst { &instance[i] } else { &witness[i - inst] };
+            classify(len, at)
+        };
+        // Each packed witness value moves to its rank among the witness's packed values, never past
+        // where it was read: one forward pass in place, then the instance's few in front.
+        let mut others = witness;
+        let mut instance_others = Vec::new();
+        let mut next = 0;
+        for (w, (&zero, &one)) in zero.iter().zip(&one).enumerate() {
+            let mut packed = !(zero | one);
+            while packed != 0 {
+                let i = 64 * w + packed.trailing_zeros() as usize;
+                packed &= packed - 1;
+                if i >= len {
+                    break;
+                }
+                if i < inst {
+                    instance_others.push(instance[i]);
+                } else {
+                    others[next] = others[i - inst];
+                    next += 1;
+                }
+            }
+        }
+        others.truncate(next);
+        others.splice(0..0, instance_others);
+        others.shrink_to_fit();
+        debug_assert_eq!(others.len(), before);
+        let density = Density::from_bits(len, zero, one);
+        Ok(Self { counts, density, ranks, others, instance })
     }
 
     /// `z` again, in full (the host's reference for a device's expansion).
@@ -172,14 +199,41 @@ impl CompactWitness {
     }
 
     /// The most bytes [`synthesize_compact`] holds for a circuit of `counts` at once: arkworks'
-    /// assignment vectors (reserved at their final lengths) and `z`, then the compact form, whose
-    /// packed values are at most `z`'s.
+    /// assignment vectors (reserved at their final lengths), with the bitmaps and ranks beside them
+    /// while the other values are packed in place, and the instance's packed values.
     pub fn peak_bytes(counts: Counts) -> u64 {
         let vars = counts.variables() as u64;
-        // arkworks' instance and witness vectors (kept apart, never joined), then the compact form at
-        // its largest: every value packed, three words per 64 entries, the instance copied.
-        32 * vars + 32 * vars + 3 * 8 * vars.div_ceil(64) + 32 * counts.instance as u64
+        32 * vars + 3 * 8 * vars.div_ceil(64) + 2 * 32 * counts.instance as u64
     }
+}
+
+/// Pass 1 of an encoding, per word of `len` entries (`at(i)` is entry `i`): its zero and one bits
+/// (the rest are the packed values), then per word the packed values before it, and their total.
+fn classify<'a>(len: usize, at: impl Fn(usize) -> &'a Fr + Sync) -> (Vec<u64>, Vec<u64>, Vec<u64>, usize) {
+    let words = len.div_ceil(64);
+    let (zero, one): (Vec<u64>, Vec<u64>) = (0..words)
+        .into_par_iter()
+        .map(|w| {
+            let (mut zero, mut one) = (0u64, 0u64);
+            for (b, i) in (w * 64..len.min(w * 64 + 64)).enumerate() {
+                let v = at(i);
+                if v.is_zero() {
+                    zero |= 1 << b;
+                } else if v.is_one() {
+                    one |= 1 << b;
+                }
+            }
+            (zero, one)
+        })
+        .unzip();
+    let mut ranks = Vec::with_capacity(words);
+    let mut before = 0usize;
+    for w in 0..words {
+        ranks.push(before as u64);
+        let entries = len.min(w * 64 + 64) - w * 64;
+        before += entries - (zero[w] | one[w]).count_ones() as usize;
+    }
+    (zero, one, ranks, before)
 }
 
 /// Runs `circuit` witness-only against `shape` (its variable counts checked) and returns only the
@@ -190,5 +244,5 @@ pub fn synthesize_compact<C: ConstraintSynthesizer<Fr>>(
     shape: &R1csShape,
 ) -> Result<CompactWitness, SynthError> {
     let (instance, witness) = crate::shape::assignment_parts(circuit, shape)?;
-    CompactWitness::encode_parts(shape.counts(), &instance, &witness)
+    CompactWitness::encode_owned(shape.counts(), instance, witness)
 }

@@ -17,7 +17,7 @@ use ark_bls12_381::Fr;
 use ark_ff::{One, Zero};
 use ark_relations::gr1cs::{
     ConstraintSynthesizer, ConstraintSystem, ConstraintSystemRef, Matrix, OptimizationGoal, SynthesisError,
-    SynthesisMode,
+    SynthesisMode, R1CS_PREDICATE_LABEL,
 };
 use rayon::prelude::*;
 
@@ -406,6 +406,10 @@ pub(crate) fn assignment_parts<C: ConstraintSynthesizer<Fr>>(
     cs.set_mode(SynthesisMode::Prove { construct_matrices: false, generate_lc_assignments: false });
     if let Some(mut inner) = cs.borrow_mut() {
         inner.assignments.witness_assignment.reserve_exact(shape.counts.witness);
+        // arkworks keeps a trace per constraint for naming an unsatisfied one (a span lookup and 40
+        // bytes each, GiBs for a large partition) even when it builds no constraint. Nothing is
+        // checked here, so none is kept: an R1CS constraint without its trace list is only counted.
+        inner.predicate_traces.remove(R1CS_PREDICATE_LABEL);
     }
     circuit.generate_constraints(cs.clone())?;
     let expected = shape.counts;

@@ -111,6 +111,8 @@ fn awkward_lengths_round_trip() {
             let c = CompactWitness::encode(counts, &z).unwrap();
             let what = format!("len {len}, zeros {zeros}, ones {ones}");
             assert_eq!(c.expand(), z, "{what}");
+            let owned = CompactWitness::encode_owned(counts, z[..instance].to_vec(), z[instance..].to_vec());
+            assert_eq!(&owned.unwrap(), &c, "{what}: packed in place");
             assert_eq!(c.density(), &Density::of(&z), "{what}");
             assert_eq!(c.instance(), &z[..instance], "{what}");
             assert_eq!(c.ranks().len(), len.div_ceil(64), "{what}");
@@ -132,6 +134,8 @@ proptest! {
         let counts = Counts { constraints: 1, instance: 1, witness: len - 1 };
         let c = CompactWitness::encode(counts, &z).unwrap();
         prop_assert_eq!(c.expand(), z.clone());
+        let owned = CompactWitness::encode_owned(counts, z[..1].to_vec(), z[1..].to_vec());
+        prop_assert_eq!(&owned.unwrap(), &c);
         prop_assert_eq!(c.others().len(), Density::of(&z).num_other());
     }
 }
