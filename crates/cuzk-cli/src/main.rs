@@ -16,6 +16,7 @@ mod filecoin;
 mod flags;
 mod keygen;
 mod output;
+mod porep_shape;
 mod progress;
 mod prove;
 mod report;

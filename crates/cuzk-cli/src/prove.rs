@@ -72,24 +72,26 @@ fn pipelined(
 /// from), and how long it took.
 struct RunKey {
     pk: cuzk::ProvingKey<Bls12_381>,
-    timing: Option<(ClosedForm, Arc<cuzk::R1csShape>)>,
+    closed_form: Option<ClosedForm>,
+    /// The shape a timing key was made from, until the engine takes it.
+    shape: Option<cuzk::R1csShape>,
     seconds: f64,
 }
 
 fn make_key(w: &Workload, shape: Partition, rng: &mut StdRng) -> Result<RunKey, CmdError> {
     let t = Instant::now();
-    // A timing key keeps only its closed form (and the shape it was made from) for the check: its
-    // points go to the engine, so a key of tens of GiB is held once.
-    let (pk, timing) = if w.timing_key {
+    // A timing key keeps only its closed form for the check: its points and its shape go to the
+    // engine, so a key of tens of GiB is held once.
+    let (pk, closed_form, shape) = if w.timing_key {
         let _progress = Progress::spinner("making a timing key", w.json);
-        let recorded = Arc::new(cuzk::R1csShape::record(shape)?);
+        let recorded = shape.shape()?;
         let tk = TimingKey::new(&recorded, rng);
-        (tk.pk, Some((tk.closed_form, recorded)))
+        (tk.pk, Some(tk.closed_form), Some(recorded))
     } else {
         let _progress = Progress::spinner("generating the key", w.json);
-        (Groth16::<Bls12_381>::generate_random_parameters_with_reduction(shape, rng)?, None)
+        (Groth16::<Bls12_381>::generate_random_parameters_with_reduction(shape, rng)?, None, None)
     };
-    Ok(RunKey { pk, timing, seconds: t.elapsed().as_secs_f64() })
+    Ok(RunKey { pk, closed_form, shape, seconds: t.elapsed().as_secs_f64() })
 }
 
 /// One timed run of ark-groth16 over the workload.
@@ -183,6 +185,7 @@ impl Setup<'_> {
 /// `len`, else `sample` indices spread evenly, the first and the last included.
 pub(crate) fn sample_indices(len: usize, sample: Option<usize>) -> Vec<usize> {
     match sample {
+        Some(0) => Vec::new(),
         Some(k) if k < len && k > 1 => (0..k).map(|j| j * (len - 1) / (k - 1)).collect(),
         Some(1) if len > 1 => vec![0],
         _ => (0..len).collect(),
@@ -241,13 +244,13 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
     let mut rng = StdRng::seed_from_u64(w.seed);
     let partitions = w.partitions()?;
     let shape = partitions[0];
-    let RunKey { pk, timing, seconds: keygen_seconds } = make_key(w, shape, &mut rng)?;
+    let RunKey { pk, closed_form, shape: recorded, seconds: keygen_seconds } = make_key(w, shape, &mut rng)?;
     // The ark-groth16 baseline proves with the key after the engine has loaded it: only then a copy.
     let (engine_pk, pk) = if baseline { (pk.clone(), Some(pk)) } else { (pk, None) };
     let key = {
         let _progress = Progress::spinner("loading the key", w.json);
-        match (&timing, w.witness_only) {
-            (Some((_, recorded)), true) => engine.load_key_with_shape(engine_pk, recorded.clone())?,
+        match (recorded, w.witness_only) {
+            (Some(recorded), true) => engine.load_key_with_shape(engine_pk, Arc::new(recorded))?,
             (None, true) => engine.load_key_recording_shape(engine_pk, shape)?,
             (_, false) => engine.load_key(engine_pk)?,
         }
@@ -345,9 +348,9 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
     }
     // A timing key's proofs, checked against the closed form (every run proved the same partitions
     // with the same randomness, so each is compared with one expected proof per partition).
-    let closed_form = match &timing {
+    let closed_form = match &closed_form {
         None => None,
-        Some((closed_form, _)) => {
+        Some(closed_form) => {
             let every: Vec<&[Proof<Bls12_381>]> = ours
                 .iter()
                 .map(|r| r.proofs.as_slice())
@@ -387,7 +390,8 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
         end_to_end_vs_arkworks: end_to_end,
         gpu_time_vs_arkworks: gpu_ratio,
         identical_to_arkworks: identical,
-        equal_to_closed_form: closed_form.map(|(ok, _)| ok),
+        // Nothing checked is no claim either way.
+        equal_to_closed_form: closed_form.and_then(|(ok, checked)| (checked > 0).then_some(ok)),
         closed_form_checked: closed_form.map(|(_, n)| n),
     })
 }
@@ -405,6 +409,7 @@ mod tests {
         assert_eq!(sample_indices(4, Some(9)), [0, 1, 2, 3], "a sample larger than the run checks all");
         assert_eq!(sample_indices(1, Some(1)), [0]);
         assert!(sample_indices(0, Some(3)).is_empty());
+        assert!(sample_indices(5, Some(0)).is_empty(), "0 checks none");
         for len in 2..40 {
             for k in 2..len {
                 let s = sample_indices(len, Some(k));

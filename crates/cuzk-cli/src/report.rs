@@ -423,12 +423,17 @@ pub(crate) fn print_table(o: &Output) {
             "  vs ark-groth16, GPU time  {x:>10.2}x  (its proving after synthesis over cuzk's device time)"
         );
     }
-    if let (Some(ok), Some(n)) = (o.equal_to_closed_form, o.closed_form_checked) {
-        println!(
+    match (o.equal_to_closed_form, o.closed_form_checked) {
+        (Some(ok), Some(n)) => println!(
             "  proofs equal to the timing key's closed form: {} ({n} of {} partitions checked)",
             if ok { "yes" } else { "NO" },
             o.partitions
-        );
+        ),
+        (None, Some(0)) => println!(
+            "  proofs NOT checked against the timing key's closed form (0 of {} partitions)",
+            o.partitions
+        ),
+        _ => {}
     }
     if let Some(same) = o.identical_to_arkworks {
         println!("  proofs identical to ark-groth16: {}", if same { "yes" } else { "NO" });

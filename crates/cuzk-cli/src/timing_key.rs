@@ -65,21 +65,20 @@ fn progression<P: SWCurveConfig>(
 ) -> (Vec<Affine<P>>, Line<P>) {
     let (start, step) = (Projective::<P>::rand(rng), Projective::<P>::rand(rng));
     let present: Vec<bool> = (0..len).into_par_iter().map(present).collect();
-    let points = (0..len.div_ceil(CHUNK))
-        .into_par_iter()
-        .flat_map_iter(|k| {
-            let (lo, hi) = (k * CHUNK, ((k + 1) * CHUNK).min(len));
-            let mut p = start + step * P::ScalarField::from(lo as u64);
-            let chunk: Vec<Projective<P>> = (lo..hi)
-                .map(|i| {
-                    let q = if present[i] { p } else { Projective::zero() };
-                    p += step;
-                    q
-                })
-                .collect();
-            Projective::normalize_batch(&chunk)
-        })
-        .collect();
+    // Written in place, chunk by chunk: a query of tens of GiB is never held twice.
+    let mut points = vec![<Affine<P> as ark_ec::AffineRepr>::zero(); len];
+    points.par_chunks_mut(CHUNK).enumerate().for_each(|(k, out)| {
+        let lo = k * CHUNK;
+        let mut p = start + step * P::ScalarField::from(lo as u64);
+        let chunk: Vec<Projective<P>> = (lo..lo + out.len())
+            .map(|i| {
+                let q = if present[i] { p } else { Projective::zero() };
+                p += step;
+                q
+            })
+            .collect();
+        out.copy_from_slice(&Projective::normalize_batch(&chunk));
+    });
     (points, Line { start, step, present })
 }
 

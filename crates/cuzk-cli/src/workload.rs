@@ -24,6 +24,15 @@ impl ConstraintSynthesizer<Fr> for Partition {
 }
 
 impl Partition {
+    /// The circuit's recorded R1CS shape: a porep-like circuit's tiled from two challenges (seconds
+    /// where recording the whole circuit takes minutes; see `porep_shape`), others recorded.
+    pub(crate) fn shape(&self) -> Result<cuzk::R1csShape, String> {
+        match self {
+            Partition::Porep(c) => crate::porep_shape::porep_shape(c.params),
+            Partition::Synthetic(c) => cuzk::R1csShape::record(*c).map_err(|e| e.to_string()),
+        }
+    }
+
     /// The circuit's constraints.
     pub(crate) fn constraints(&self) -> Result<usize, String> {
         match self {

@@ -167,6 +167,24 @@ fn partitions_evaluated_on_the_gpu_equal_ark_groth16_and_a_bad_witness_is_refuse
             assert_eq!(proof, &ark, "job {j}, partition {p}");
         }
     }
+    // SHA-256 labels (computed on words in witness-only synthesis) through the GPU's evaluation.
+    let sha = cuzk_circuits::PorepParams {
+        challenges: 2,
+        depth: 3,
+        base_parents: 1,
+        expander_parents: 1,
+        label_hash: cuzk_circuits::LabelHash::Sha256,
+        filler: 5,
+    };
+    let sha_first = PorepLike::new(sha, seed, 0).unwrap();
+    let sha_pk = keygen(sha_first, &mut rng);
+    let sha_key = engine.load_key_recording_shape(sha_pk.clone(), sha_first).unwrap();
+    assert_eq!(engine.synthesis_mode(&sha_key), SynthesisMode::Compact);
+    for p in [1, 4] {
+        let c = PorepLike::new(sha, seed ^ 3, p).unwrap();
+        let ark = Groth16::<Bls12_381>::create_proof_with_reduction(c, &sha_pk, r, s).unwrap();
+        assert_eq!(engine.prove_with_randomness(&sha_key, c, r, s).unwrap(), ark, "SHA-256 labels, {p}");
+    }
     // The pipeline budgets a partition by its compact size.
     let pipeline = engine.pipeline::<PorepLike>(&key, sched.clone()).unwrap();
     let full = 4 * 32 * key.domain_size() as u64;
