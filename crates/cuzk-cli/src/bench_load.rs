@@ -72,7 +72,7 @@ fn bench_load(a: &LoadArgs) -> Result<LoadOutput, CmdError> {
     }
     drop(progress);
     let (key, bytes) = last.ok_or("no load ran")?;
-    let constraints = key.shape().map(|s| s.counts().constraints).unwrap_or_default();
+    let constraints = key.shape_counts().map(|c| c.constraints).unwrap_or_default();
     let key_file = Summary::of(&file).ok_or("no load ran")?;
     let engine_load = Summary::of(&whole).ok_or("no load ran")?;
     let key_file_seconds = key_file.median;

@@ -91,7 +91,9 @@ fn bench_synth(a: &SynthArgs) -> Result<SynthOutput, CmdError> {
                 let Some(shape) = &shape else { return Ok((0.0, 0, None)) };
                 let t = Instant::now();
                 let peak = if a.mode == SynthMode::Compact {
-                    circuits.into_par_iter().try_for_each(|c| synthesize_compact(c, shape).map(drop))?;
+                    circuits
+                        .into_par_iter()
+                        .try_for_each(|c| synthesize_compact(c, shape.counts()).map(drop))?;
                     CompactWitness::peak_bytes(shape.counts())
                 } else {
                     let peaks = circuits

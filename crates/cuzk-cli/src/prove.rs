@@ -222,12 +222,11 @@ fn check_closed_form(
 /// Bytes partition `c`'s upload copies: its compact assignment when the engine evaluates on the GPU,
 /// else a, b, c and z in full; `None` on the CPU, or when the key has no shape to count from.
 fn upload_bytes(engine: &Engine, key: &cuzk::Key, c: Partition) -> Result<Option<u64>, CmdError> {
-    let Some(shape) = key.shape().filter(|_| engine.backend_name() != "cpu") else { return Ok(None) };
+    let Some(counts) = key.shape_counts().filter(|_| engine.backend_name() != "cpu") else { return Ok(None) };
     if engine.synthesis_mode(key) == cuzk::SynthesisMode::Compact {
-        let w = cuzk::synth::synthesize_compact(c, shape).map_err(|e| e.to_string())?;
+        let w = cuzk::synth::synthesize_compact(c, counts).map_err(|e| e.to_string())?;
         return Ok(Some(w.upload_bytes()));
     }
-    let counts = shape.counts();
     Ok(Some(32 * (3 * counts.domain_size() + counts.variables()) as u64))
 }
 

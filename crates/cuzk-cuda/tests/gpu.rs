@@ -685,7 +685,7 @@ fn assert_device_evaluation_matches<C: ark_relations::gr1cs::ConstraintSynthesiz
     let unchecked = SynthesisOptions { check_satisfied: false };
     let (host, _) = cuzk_synth::synthesize_witness_only(circuit.clone(), shape, &unchecked).unwrap();
     let first_bad = (0..host.counts().constraints).find(|&i| host.a[i] * host.b[i] != host.c[i]);
-    let w = cuzk_synth::synthesize_compact(circuit, shape).unwrap();
+    let w = cuzk_synth::synthesize_compact(circuit, shape.counts()).unwrap();
     let (mut abc, mut z, evaluation) = gpu.stage_compact(on_device, &w).unwrap();
     let landed: Vec<&cuzk_cuda::GpuPoly> = abc.iter().chain([&z]).collect();
     gpu.await_uploads(&landed).unwrap();
@@ -780,7 +780,7 @@ fn the_device_check_names_the_first_unsatisfied_row_and_no_proof_is_made() {
     let pk = keygen(honest, &mut rng);
     let key = PreparedKey::new(&gpu, pk).unwrap();
     let circuit = Unsatisfied { inner: Synthetic { seed: rng.gen(), ..inner }, bad: 123 };
-    let w = cuzk_synth::synthesize_compact(circuit, &shape).unwrap();
+    let w = cuzk_synth::synthesize_compact(circuit, shape.counts()).unwrap();
     let staged = stage_evaluated(&gpu, &key, &w.counts(), || {
         gpu.stage_compact(&on_device, &w)
             .map_err(|e| cuzk_groth16::BackendError::Device { op: "stage_compact", source: Box::new(e) })
@@ -817,7 +817,7 @@ fn proofs_of_partitions_evaluated_on_the_device_equal_ark_groth16() {
     let key = PreparedKey::new(&gpu, pk.clone()).unwrap();
     for p in [0, 4] {
         let circuit = PorepLike::new(params, seed, p).unwrap();
-        let w = cuzk_synth::synthesize_compact(circuit, &shape).unwrap();
+        let w = cuzk_synth::synthesize_compact(circuit, shape.counts()).unwrap();
         let upload = || {
             gpu.stage_compact(&on_device, &w)
                 .map_err(|e| cuzk_groth16::BackendError::Device { op: "stage_compact", source: Box::new(e) })

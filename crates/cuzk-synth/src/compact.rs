@@ -12,7 +12,7 @@ use ark_ff::{One, Zero};
 use ark_relations::gr1cs::ConstraintSynthesizer;
 use rayon::prelude::*;
 
-use crate::{Counts, Density, R1csShape, SynthError};
+use crate::{Counts, Density, SynthError};
 
 /// Words of the bitmaps one task packs the values of.
 const WORDS_PER_BLOCK: usize = 1024;
@@ -236,13 +236,15 @@ fn classify<'a>(len: usize, at: impl Fn(usize) -> &'a Fr + Sync) -> (Vec<u64>, V
     (zero, one, ranks, before)
 }
 
-/// Runs `circuit` witness-only against `shape` (its variable counts checked) and returns only the
-/// compact form of its assignment: no `A·z`, `B·z`, `C·z` on the host and no satisfaction check here.
-/// The backend that evaluates the shape checks every row and names the first with `a·b != c`.
+/// Runs `circuit` witness-only for a shape of `counts` (its variable counts checked against them)
+/// and returns only the compact form of its assignment: no `A·z`, `B·z`, `C·z` on the host and no
+/// satisfaction check here, so the host needs the shape's counts, not its matrices. The backend that
+/// evaluates the shape ([`crate::R1csShape`], resident beside the key) checks every row and names the first
+/// with `a·b != c`.
 pub fn synthesize_compact<C: ConstraintSynthesizer<Fr>>(
     circuit: C,
-    shape: &R1csShape,
+    counts: Counts,
 ) -> Result<CompactWitness, SynthError> {
-    let (instance, witness) = crate::shape::assignment_parts(circuit, shape)?;
-    CompactWitness::encode_owned(shape.counts(), instance, witness)
+    let (instance, witness) = crate::shape::assignment_parts(circuit, counts)?;
+    CompactWitness::encode_owned(counts, instance, witness)
 }

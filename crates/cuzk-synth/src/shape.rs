@@ -389,30 +389,29 @@ pub struct Witness {
 
 /// Runs `circuit` in witness-only mode and returns `z`, checked against `shape`'s variable counts.
 fn assignment<C: ConstraintSynthesizer<Fr>>(circuit: C, shape: &R1csShape) -> Result<Vec<Fr>, SynthError> {
-    let (mut z, witness) = assignment_parts(circuit, shape)?;
+    let (mut z, witness) = assignment_parts(circuit, shape.counts)?;
     z.extend_from_slice(&witness);
     Ok(z)
 }
 
 /// Runs `circuit` in witness-only mode and returns its instance and witness assignments, checked
-/// against `shape`'s variable counts. The witness vector is reserved at the shape's length first, so
-/// it never grows by doubling, and the instance vector leaves room for the witness after it.
+/// against a shape's variable counts. The witness vector is reserved at the shape's length first, so
+/// it never grows by doubling.
 pub(crate) fn assignment_parts<C: ConstraintSynthesizer<Fr>>(
     circuit: C,
-    shape: &R1csShape,
+    expected: Counts,
 ) -> Result<(Vec<Fr>, Vec<Fr>), SynthError> {
     let cs = ConstraintSystem::<Fr>::new_ref();
     cs.set_optimization_goal(OptimizationGoal::Constraints);
     cs.set_mode(SynthesisMode::Prove { construct_matrices: false, generate_lc_assignments: false });
     if let Some(mut inner) = cs.borrow_mut() {
-        inner.assignments.witness_assignment.reserve_exact(shape.counts.witness);
+        inner.assignments.witness_assignment.reserve_exact(expected.witness);
         // arkworks keeps a trace per constraint for naming an unsatisfied one (a span lookup and 40
         // bytes each, GiBs for a large partition) even when it builds no constraint. Nothing is
         // checked here, so none is kept: an R1CS constraint without its trace list is only counted.
         inner.predicate_traces.remove(R1CS_PREDICATE_LABEL);
     }
     circuit.generate_constraints(cs.clone())?;
-    let expected = shape.counts;
     for (what, shape, circuit) in [
         ("instance variables", expected.instance, cs.num_instance_variables()),
         ("witness variables", expected.witness, cs.num_witness_variables()),

@@ -17,7 +17,8 @@ use rand::{Rng, RngCore};
 fn assert_compact_matches<C: ConstraintSynthesizer<Fr> + Clone>(name: &str, shape_of: C, circuit: C) {
     let shape = R1csShape::record(shape_of).unwrap_or_else(|e| panic!("{name}: record: {e}"));
     let full = synthesize(circuit.clone(), &SynthesisOptions::default()).unwrap();
-    let compact = synthesize_compact(circuit, &shape).unwrap_or_else(|e| panic!("{name}: compact: {e}"));
+    let compact =
+        synthesize_compact(circuit, shape.counts()).unwrap_or_else(|e| panic!("{name}: compact: {e}"));
     assert_eq!(compact.counts(), full.counts(), "{name}: counts");
     assert_eq!(compact.expand(), full.assignment, "{name}: expanded z");
     assert_eq!(compact.density(), &full.density, "{name}: density");
@@ -51,7 +52,7 @@ fn porep_like_partitions_expand_to_their_assignment() {
         |rng: &mut rand::rngs::StdRng| Sha256Preimage { message: (0..55).map(|_| rng.gen()).collect() };
     let circuit = message(&mut rng);
     let shape = R1csShape::record(message(&mut rng)).unwrap();
-    let compact = synthesize_compact(circuit, &shape).unwrap();
+    let compact = synthesize_compact(circuit, shape.counts()).unwrap();
     let full_bytes = 32 * compact.counts().variables() as u64;
     assert!(compact.host_bytes() * 4 < full_bytes, "{} of {full_bytes}", compact.host_bytes());
 }
@@ -76,9 +77,9 @@ fn a_circuit_of_other_counts_is_refused() {
         bit_share_per_mille: 500,
     };
     let shape = R1csShape::record(small).unwrap();
-    let err = synthesize_compact(Synthetic { constraints: 11, ..small }, &shape).unwrap_err();
+    let err = synthesize_compact(Synthetic { constraints: 11, ..small }, shape.counts()).unwrap_err();
     assert!(matches!(err, SynthError::ShapeMismatch { what: "witness variables", .. }), "{err}");
-    let err = synthesize_compact(Synthetic { public_inputs: 2, ..small }, &shape).unwrap_err();
+    let err = synthesize_compact(Synthetic { public_inputs: 2, ..small }, shape.counts()).unwrap_err();
     assert!(matches!(err, SynthError::ShapeMismatch { what: "instance variables", .. }), "{err}");
     let counts = Counts { constraints: 3, instance: 2, witness: 4 };
     let err = CompactWitness::encode(counts, &[Fr::one(); 5]).unwrap_err();

@@ -23,7 +23,7 @@ use rand::{CryptoRng, RngCore};
 use rayon::prelude::*;
 
 use crate::key::{CudaKey, CudaKeys, KeyInner};
-use crate::partition::{synthesize_partition, SynthesisMode};
+use crate::partition::{synthesize_partition, Against, SynthesisMode};
 use crate::{BackendKind, Config, Error, Key};
 
 /// The CUDA backends of `devices` (every device when `None`) with every kernel module loaded, or why
@@ -180,19 +180,36 @@ impl Engine {
                 KeyInner::Cuda(CudaKeys { first, others, next: std::sync::atomic::AtomicUsize::new(0) })
             }
         };
-        let key = Key { inner: Arc::new(inner), shape: None, device_shapes: None, evaluation_note: None };
+        let key = Key {
+            inner: Arc::new(inner),
+            shape: None,
+            counts: None,
+            device_shapes: None,
+            evaluation_note: None,
+        };
         crate::degradation::warn(&key.degradations());
         Ok(key)
     }
 
     /// As [`Engine::load_key`], with the recorded R1CS shape of the key's circuit attached (see
-    /// [`Key::with_shape`]), so partitions are synthesized witness-only.
+    /// [`Key::with_shape`]), so partitions are synthesized witness-only. Where every GPU holds the
+    /// shape and this engine evaluates it there, the host keeps only its counts.
     pub fn load_key_with_shape(
         &self,
         pk: ProvingKey<Bls12_381>,
         shape: Arc<R1csShape>,
     ) -> Result<Key, Error> {
-        self.load_key(pk)?.with_shape(shape)
+        Ok(self.host_shape_as_needed(self.load_key(pk)?.with_shape(shape)?))
+    }
+
+    /// `key` without the shape's matrices on the host when this engine evaluates them on the GPUs
+    /// that hold them ([`Key::without_host_shape`]).
+    fn host_shape_as_needed(&self, key: Key) -> Key {
+        if self.config.evaluate_on_device && self.config.witness_only {
+            key.without_host_shape()
+        } else {
+            key
+        }
     }
 
     /// As [`Engine::load_key_with_shape`], recording the shape from `circuit` (any circuit of the
@@ -217,16 +234,25 @@ impl Engine {
             if store.contains_shape(shape_id)? { Some(Arc::new(store.load_shape(shape_id)?)) } else { None };
         let key = self.load_key(pk)?;
         let key = match shape {
-            Some(shape) => key.with_shape(shape)?,
+            Some(shape) => self.host_shape_as_needed(key.with_shape(shape)?),
             None => key,
         };
         Ok((key, report))
     }
 
-    /// The shape partitions of `key` are synthesized against: the key's, unless witness-only synthesis
-    /// is turned off.
-    fn shape_for<'k>(&self, key: &'k Key) -> Option<&'k Arc<R1csShape>> {
-        key.shape.as_ref().filter(|_| self.config.witness_only)
+    /// What partitions of `key` are synthesized against by this engine: the shape on the GPUs when it
+    /// evaluates there, else the host's shape, else nothing (also when witness-only synthesis is off).
+    fn against(&self, key: &Key) -> Against {
+        if !self.config.witness_only {
+            return Against::Nothing;
+        }
+        match (key.counts, &key.device_shapes, &key.shape) {
+            (Some(counts), Some(shapes), _) if self.config.evaluate_on_device => {
+                Against::Device { counts, shapes: shapes.clone() }
+            }
+            (_, _, Some(shape)) => Against::Host(shape.clone()),
+            _ => Against::Nothing,
+        }
     }
 
     /// Refuses a key prepared by another backend than this engine's.
@@ -241,17 +267,7 @@ impl Engine {
 
     /// How partitions of `key` are synthesized by this engine.
     pub fn synthesis_mode(&self, key: &Key) -> SynthesisMode {
-        match (self.shape_for(key), self.device_shapes_for(key)) {
-            (Some(_), Some(_)) => SynthesisMode::Compact,
-            (Some(_), None) => SynthesisMode::WitnessOnly,
-            (None, _) => SynthesisMode::Full,
-        }
-    }
-
-    /// The key's shape resident on its GPUs, when this engine evaluates `a`, `b`, `c` there.
-    fn device_shapes_for<'k>(&self, key: &'k Key) -> Option<&'k crate::key::DeviceShapes> {
-        self.shape_for(key)?;
-        key.device_shapes.as_ref().filter(|_| self.config.evaluate_on_device)
+        self.against(key).mode()
     }
 
     /// Proves `circuit` with blinding scalars `r` and `s`: exactly the proof of
@@ -280,8 +296,9 @@ impl Engine {
         C: ConstraintSynthesizer<Fr> + Send + 'static,
     {
         let start = Instant::now();
-        if let (Some(shape), Some(shapes)) = (self.shape_for(key), self.device_shapes_for(key)) {
-            let w = crate::partition::synthesize_compact(shape, circuit)?;
+        let against = self.against(key);
+        if let Against::Device { counts, shapes } = &against {
+            let w = crate::partition::synthesize_compact(*counts, circuit)?;
             let synthesis = start.elapsed();
             self.check_key(key)?;
             let (proof, stages) = key
@@ -298,8 +315,11 @@ impl Engine {
                 total: start.elapsed(),
             });
         }
-        let (syn, synthesis_mode) =
-            synthesize_partition(self.shape_for(key).map(|s| &**s), circuit, &self.synthesis_options())?;
+        let host_shape = match &against {
+            Against::Host(shape) => Some(&**shape),
+            _ => None,
+        };
+        let (syn, synthesis_mode) = synthesize_partition(host_shape, circuit, &self.synthesis_options())?;
         let synthesis = start.elapsed();
         self.check_key(key)?;
         let (proof, stages) = key.inner.prove(&syn, r, s, &self.prove_options())?;
@@ -474,8 +494,7 @@ impl Engine {
         self.check_key(key)?;
         crate::pipeline::Pipeline::start(
             key,
-            self.shape_for(key).cloned(),
-            self.device_shapes_for(key).cloned(),
+            self.against(key),
             self.synthesis_options(),
             self.prove_options(),
             sched,

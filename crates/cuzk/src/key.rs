@@ -295,11 +295,15 @@ pub(crate) type DeviceShapes = Arc<Vec<Arc<GpuShape>>>;
 ///
 /// With a shape, the engine synthesizes partitions witness-only (see [`SynthesisMode`]); without one it
 /// synthesizes them in full. On GPUs the shape is also made resident beside the bases, so `a`, `b`,
-/// `c` are evaluated there ([`crate::Config::evaluate_on_device`]).
+/// `c` are evaluated there ([`crate::Config::evaluate_on_device`]); an engine that evaluates there
+/// keeps only the shape's counts on the host ([`Key::shape_counts`]), not its matrices.
 #[derive(Clone)]
 pub struct Key {
     pub(crate) inner: Arc<KeyInner>,
+    /// The shape's matrices on the host, where the host may evaluate them.
     pub(crate) shape: Option<Arc<R1csShape>>,
+    /// The counts of the shape attached, whether or not the host keeps its matrices.
+    pub(crate) counts: Option<Counts>,
     /// The shape on every GPU, when it could be made resident on all of them.
     pub(crate) device_shapes: Option<DeviceShapes>,
     /// Why the shape is not on the GPUs, when it is not.
@@ -311,15 +315,23 @@ impl std::fmt::Debug for Key {
         f.debug_struct("Key")
             .field("backend", &self.backend_name())
             .field("domain_size", &self.domain_size())
-            .field("shape", &self.shape.as_ref().map(|s| s.counts()))
+            .field("shape", &self.counts)
+            .field("host_shape", &self.shape.is_some())
             .finish()
     }
 }
 
 impl Key {
-    /// The recorded R1CS shape attached to this key, if any.
+    /// The recorded R1CS shape the host keeps for this key, if any: none when no shape is attached,
+    /// and none when the shape is resident on every GPU and the engine evaluates it there (the host
+    /// then keeps only [`Key::shape_counts`]).
     pub fn shape(&self) -> Option<&Arc<R1csShape>> {
         self.shape.as_ref()
+    }
+
+    /// The counts of the recorded shape attached to this key, if any (wherever its matrices are).
+    pub fn shape_counts(&self) -> Option<Counts> {
+        self.counts
     }
 
     /// This key with `shape` attached, so partitions are synthesized witness-only against it. The
@@ -344,7 +356,18 @@ impl Key {
                 }
             }
         };
-        Ok(Key { inner: self.inner.clone(), shape: Some(shape), device_shapes, evaluation_note })
+        let counts = Some(shape.counts());
+        Ok(Key { inner: self.inner.clone(), shape: Some(shape), counts, device_shapes, evaluation_note })
+    }
+
+    /// This key without the shape's matrices on the host, where every GPU holds them: what a key
+    /// whose partitions are evaluated on the devices needs (GiBs fewer at 2^27 rows). Unchanged where
+    /// the shape is not on the GPUs.
+    pub(crate) fn without_host_shape(self) -> Key {
+        match self.device_shapes {
+            Some(_) => Key { shape: None, ..self },
+            None => self,
+        }
     }
 
     /// Device bytes the key's recorded shape holds on each GPU (0 where it is not resident).
@@ -376,7 +399,13 @@ impl Key {
 
     /// This key without a shape: partitions are synthesized in full. The key's bases are shared.
     pub fn without_shape(&self) -> Key {
-        Key { inner: self.inner.clone(), shape: None, device_shapes: None, evaluation_note: None }
+        Key {
+            inner: self.inner.clone(),
+            shape: None,
+            counts: None,
+            device_shapes: None,
+            evaluation_note: None,
+        }
     }
 
     /// The verifying key that matches this proving key.

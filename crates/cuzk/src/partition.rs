@@ -1,10 +1,13 @@
 //! Synthesizing a partition for a key: witness-only against the key's recorded shape when it has one,
 //! in full otherwise.
 
+use std::sync::Arc;
+
 use ark_bls12_381::Fr;
 use ark_relations::gr1cs::ConstraintSynthesizer;
-use cuzk_synth::{R1csShape, SynthError, SynthesisOptions, Synthesized};
+use cuzk_synth::{Counts, R1csShape, SynthError, SynthesisOptions, Synthesized};
 
+use crate::key::DeviceShapes;
 use crate::Error;
 
 /// How a partition's circuit was synthesized.
@@ -38,18 +41,46 @@ impl std::fmt::Display for SynthesisMode {
     }
 }
 
-/// Synthesizes one partition compactly against `shape` (see [`SynthesisMode::Compact`]), with the
-/// engine's errors for a circuit of other counts.
+/// Synthesizes one partition compactly for a shape of `counts` (see [`SynthesisMode::Compact`]), with
+/// the engine's errors for a circuit of other counts.
 pub(crate) fn synthesize_compact<C: ConstraintSynthesizer<Fr>>(
-    shape: &R1csShape,
+    counts: Counts,
     circuit: C,
 ) -> Result<cuzk_synth::CompactWitness, Error> {
-    match cuzk_synth::synthesize_compact(circuit, shape) {
+    match cuzk_synth::synthesize_compact(circuit, counts) {
         Ok(w) => Ok(w),
         Err(SynthError::ShapeMismatch { what, shape, circuit }) => {
             Err(Error::ShapeMismatch { what, shape, circuit })
         }
         Err(other) => Err(other.into()),
+    }
+}
+
+/// What a key's partitions are synthesized against, as an engine sees the key.
+#[derive(Clone)]
+pub(crate) enum Against {
+    /// Nothing: full synthesis (no shape, or witness-only synthesis turned off).
+    Nothing,
+    /// The shape the host keeps: witness-only synthesis, `a`, `b`, `c` evaluated on the host.
+    Host(Arc<R1csShape>),
+    /// The shape resident on the key's GPUs: compact synthesis, for which the host needs only the
+    /// shape's counts.
+    Device {
+        /// The shape's counts.
+        counts: Counts,
+        /// The shape on each GPU.
+        shapes: DeviceShapes,
+    },
+}
+
+impl Against {
+    /// The synthesis mode this gives.
+    pub(crate) fn mode(&self) -> SynthesisMode {
+        match self {
+            Against::Nothing => SynthesisMode::Full,
+            Against::Host(_) => SynthesisMode::WitnessOnly,
+            Against::Device { .. } => SynthesisMode::Compact,
+        }
     }
 }
 

@@ -18,10 +18,10 @@ use ark_groth16::Proof;
 use ark_relations::gr1cs::ConstraintSynthesizer;
 use cuzk_groth16::{ProveOptions, Stage, StageTimes};
 use cuzk_sched::{KernelLog, PartitionRef, Placement, StageError, Stages};
-use cuzk_synth::{R1csShape, SynthesisOptions, Synthesized};
+use cuzk_synth::{SynthesisOptions, Synthesized};
 
-use crate::key::{reserve_slots, DeviceShapes, KeyInner, StagedInner};
-use crate::partition::{synthesize_compact, synthesize_partition};
+use crate::key::{reserve_slots, KeyInner, StagedInner};
+use crate::partition::{synthesize_compact, synthesize_partition, Against};
 use crate::{Error, Key, SynthesisMode};
 
 /// Host bytes of one synthesized partition of domain size `n`: `a`, `b`, `c` and `z`, four vectors of
@@ -33,10 +33,9 @@ pub(crate) fn partition_host_bytes(n: usize) -> u64 {
 /// The engine's partition stages for the scheduler.
 pub(crate) struct EngineStages<C> {
     pub(crate) key: Key,
-    /// The shape to synthesize witness-only against; `None` for full synthesis.
-    pub(crate) shape: Option<Arc<R1csShape>>,
-    /// The shape resident on the key's GPUs, when partitions go there compact and are evaluated there.
-    pub(crate) device_shapes: Option<DeviceShapes>,
+    /// What partitions are synthesized against: nothing (full synthesis), the host's shape, or the
+    /// shape on the GPUs (compact partitions, evaluated there).
+    pub(crate) against: Against,
     pub(crate) synthesis: SynthesisOptions,
     pub(crate) prove: ProveOptions,
     pub(crate) circuit: PhantomData<fn(C)>,
@@ -59,10 +58,13 @@ pub(crate) enum PartitionData {
     Uploaded { counts: cuzk_synth::Counts, public_inputs: Vec<Fr> },
 }
 
-/// Host bytes a partition of `shape` holds at most from the start of its compact synthesis to the
-/// end of its upload.
-fn compact_host_bytes(shape: &R1csShape) -> u64 {
-    cuzk_synth::CompactWitness::peak_bytes(shape.counts())
+/// Host bytes a partition synthesized against `against` holds at most, from the start of its
+/// synthesis to the end of its upload: a compact one by its counts, any other as `a`, `b`, `c`, `z`.
+fn partition_bytes(against: &Against, domain_size: usize) -> u64 {
+    match against {
+        Against::Device { counts, .. } => cuzk_synth::CompactWitness::peak_bytes(*counts),
+        _ => partition_host_bytes(domain_size),
+    }
 }
 
 /// A partition whose data is in backend memory.
@@ -100,10 +102,7 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
     type Output = Proof<Bls12_381>;
 
     fn host_bytes(&self, _input: &Self::Input) -> u64 {
-        match (&self.shape, &self.device_shapes) {
-            (Some(shape), Some(_)) => compact_host_bytes(shape),
-            _ => partition_host_bytes(self.key.domain_size()),
-        }
+        partition_bytes(&self.against, self.key.domain_size())
     }
 
     fn held_bytes(&self, part: &Partition) -> u64 {
@@ -114,12 +113,16 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
     }
 
     fn synthesize(&self, _part: PartitionRef, (circuit, r, s): Self::Input) -> Result<Partition, StageError> {
-        if let (Some(shape), Some(_)) = (&self.shape, &self.device_shapes) {
-            let w = synthesize_compact(shape, circuit).map_err(stage_error("synthesis"))?;
-            return Ok(Partition { data: PartitionData::Compact(w), r, s });
-        }
-        let (syn, _mode) = synthesize_partition(self.shape.as_deref(), circuit, &self.synthesis)
-            .map_err(stage_error("synthesis"))?;
+        let host_shape = match &self.against {
+            Against::Device { counts, .. } => {
+                let w = synthesize_compact(*counts, circuit).map_err(stage_error("synthesis"))?;
+                return Ok(Partition { data: PartitionData::Compact(w), r, s });
+            }
+            Against::Host(shape) => Some(&**shape),
+            Against::Nothing => None,
+        };
+        let (syn, _mode) =
+            synthesize_partition(host_shape, circuit, &self.synthesis).map_err(stage_error("synthesis"))?;
         Ok(Partition { data: PartitionData::Host(syn), r, s })
     }
 
@@ -140,7 +143,11 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Stages for EngineStages<C> {
                 staged
             }
             PartitionData::Compact(w) => {
-                let shapes = self.device_shapes.as_ref().ok_or_else(|| {
+                let shapes = match &self.against {
+                    Against::Device { shapes, .. } => Some(shapes),
+                    _ => None,
+                };
+                let shapes = shapes.ok_or_else(|| {
                     stage_error("upload")(Error::Prove(cuzk_groth16::ProveError::Backend(
                         cuzk_groth16::BackendError::Device {
                             op: "upload",
@@ -243,27 +250,17 @@ impl<C: ConstraintSynthesizer<Fr> + Send + 'static> Pipeline<C> {
     /// without one), proved with `prove`'s checks.
     pub(crate) fn start(
         key: &Key,
-        shape: Option<Arc<R1csShape>>,
-        device_shapes: Option<DeviceShapes>,
+        against: Against,
         synthesis: SynthesisOptions,
         prove: ProveOptions,
         sched: cuzk_sched::Config,
         budget: &cuzk_sched::Budget,
     ) -> Result<Self, Error> {
-        let device_shapes = device_shapes.filter(|_| shape.is_some());
-        let synthesis_mode = match (&shape, &device_shapes) {
-            (Some(_), Some(_)) => SynthesisMode::Compact,
-            (Some(_), None) => SynthesisMode::WitnessOnly,
-            (None, _) => SynthesisMode::Full,
-        };
-        let partition = match (&shape, &device_shapes) {
-            (Some(shape), Some(_)) => compact_host_bytes(shape),
-            _ => partition_host_bytes(key.domain_size()),
-        };
+        let synthesis_mode = against.mode();
+        let partition = partition_bytes(&against, key.domain_size());
         let stages = EngineStages::<C> {
             key: key.clone(),
-            shape,
-            device_shapes,
+            against,
             synthesis,
             prove,
             circuit: std::marker::PhantomData,

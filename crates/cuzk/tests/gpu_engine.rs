@@ -142,6 +142,9 @@ fn partitions_evaluated_on_the_gpu_equal_ark_groth16_and_a_bad_witness_is_refuse
     let key = engine.load_key_recording_shape(pk.clone(), first).unwrap();
     assert_eq!(engine.synthesis_mode(&key), SynthesisMode::Compact, "{:?}", key.degradations());
     assert!(key.shape_device_bytes() > 0);
+    // The shape's matrices are on the GPU only: the host keeps their counts.
+    assert!(key.shape().is_none(), "no host copy of a shape the GPUs evaluate");
+    assert_eq!(key.shape_counts().map(|c| c.rows()), Some(1 << 14));
     // Single proofs and a pipeline of two proofs of three partitions.
     let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
     let circuit = PorepLike::new(params, seed, 5).unwrap();
@@ -194,6 +197,7 @@ fn partitions_evaluated_on_the_gpu_equal_ark_groth16_and_a_bad_witness_is_refuse
     let host = Engine::new(Config { evaluate_on_device: false, ..Config::cuda() }).unwrap();
     let host_key = host.load_key_recording_shape(pk.clone(), first).unwrap();
     assert_eq!(host.synthesis_mode(&host_key), SynthesisMode::WitnessOnly);
+    assert!(host_key.shape().is_some(), "the host evaluates, so it keeps the shape");
     assert_eq!(host.prove_with_randomness(&host_key, circuit, r, s).unwrap(), ark);
     // A witness that breaks the shape: refused with the constraint's index, no proof.
     let honest =

@@ -117,7 +117,7 @@ impl Daemon {
                 (key, generated)
             }
         };
-        let constraints = key.shape().map(|s| s.counts().constraints).unwrap_or_default();
+        let constraints = key.shape_counts().map(|c| c.constraints).unwrap_or_default();
         let mut verifying_key = Vec::new();
         key.vk()
             .serialize_compressed(&mut verifying_key)
