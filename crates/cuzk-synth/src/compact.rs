@@ -48,14 +48,7 @@ impl CompactWitness {
 
     /// [`CompactWitness::encode`] of `z = instance || witness`, without joining them.
     pub(crate) fn encode_parts(counts: Counts, instance: &[Fr], witness: &[Fr]) -> Result<Self, SynthError> {
-        for (what, shape, len) in [
-            ("instance variables", counts.instance, instance.len()),
-            ("witness variables", counts.witness, witness.len()),
-        ] {
-            if len != shape {
-                return Err(SynthError::ShapeMismatch { what, shape, circuit: len });
-            }
-        }
+        check_parts(counts, instance.len(), witness.len())?;
         let len = counts.variables();
         let at = |i: usize| if i < instance.len() { &instance[i] } else { &witness[i - instance.len()] };
         let words = len.div_ceil(64);
@@ -87,20 +80,13 @@ impl CompactWitness {
         Ok(Self { counts, density, ranks, others, instance: instance.to_vec() })
     }
 
-    /// [`CompactWitness::encode`] of `z = instance || witness`, taking the witness vector, whose other values are packed in
-    /// place: no second vector of `z`'s size is ever held, so the most this needs is the assignment
-    /// and the bitmaps ([`CompactWitness::peak_bytes`]).
+    /// [`CompactWitness::encode`] of `z = instance || witness`, taking the witness vector, whose other
+    /// values are packed in place: no second vector of `z`'s size is ever held, so the most this
+    /// needs is the assignment and the bitmaps ([`CompactWitness::peak_bytes`]).
     ///
     /// Fails like [`CompactWitness::encode`] when the vectors' lengths are not `counts`'.
     pub fn encode_owned(counts: Counts, instance: Vec<Fr>, witness: Vec<Fr>) -> Result<Self, SynthError> {
-        for (what, shape, len) in [
-            ("instance variables", counts.instance, instance.len()),
-            ("witness variables", counts.witness, witness.len()),
-        ] {
-            if len != shape {
-                return Err(SynthError::ShapeMismatch { what, shape, circuit: len });
-            }
-        }
+        check_parts(counts, instance.len(), witness.len())?;
         let len = counts.variables();
         let inst = instance.len();
         let (zero, one, ranks, before) = {
@@ -207,6 +193,18 @@ impl CompactWitness {
     }
 }
 
+/// Refuses instance and witness parts of other lengths than `counts`', naming which.
+fn check_parts(counts: Counts, instance: usize, witness: usize) -> Result<(), SynthError> {
+    for (what, shape, len) in
+        [("instance variables", counts.instance, instance), ("witness variables", counts.witness, witness)]
+    {
+        if len != shape {
+            return Err(SynthError::ShapeMismatch { what, shape, circuit: len });
+        }
+    }
+    Ok(())
+}
+
 /// Pass 1 of an encoding, per word of `len` entries (`at(i)` is entry `i`): its zero and one bits
 /// (the rest are the packed values), then per word the packed values before it, and their total.
 fn classify<'a>(len: usize, at: impl Fn(usize) -> &'a Fr + Sync) -> (Vec<u64>, Vec<u64>, Vec<u64>, usize) {
@@ -239,8 +237,8 @@ fn classify<'a>(len: usize, at: impl Fn(usize) -> &'a Fr + Sync) -> (Vec<u64>, V
 /// Runs `circuit` witness-only for a shape of `counts` (its variable counts checked against them)
 /// and returns only the compact form of its assignment: no `A·z`, `B·z`, `C·z` on the host and no
 /// satisfaction check here, so the host needs the shape's counts, not its matrices. The backend that
-/// evaluates the shape ([`crate::R1csShape`], resident beside the key) checks every row and names the first
-/// with `a·b != c`.
+/// evaluates the shape ([`crate::R1csShape`], resident beside the key) checks every row and names
+/// the first with `a·b != c`.
 pub fn synthesize_compact<C: ConstraintSynthesizer<Fr>>(
     circuit: C,
     counts: Counts,
