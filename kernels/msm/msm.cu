@@ -3,12 +3,15 @@
 // One MSM (or one batch of a large one) runs as:
 //   1. msm_count: each scalar (Fr, Montgomery form) is converted to its canonical value and cut into
 //      signed digits of c bits, d in [-2^(c-1), 2^(c-1)], one per window; every nonzero digit counts
-//      one point into bucket (window, |d|). Zero scalars contribute nothing; scalars equal to 1 are
-//      listed in one extra bucket, the "ones", after all the windows' buckets (real witnesses are
+//      one point into bucket (set, |d|). Zero scalars contribute nothing; scalars equal to 1 are
+//      listed in one extra bucket, the "ones", after all the sets' buckets (real witnesses are
 //      mostly 0 and 1). With a selection, point i takes scalar select[i] (bases compacted to the ones
 //      that can matter).
+//      With a table of m precomputed multiples per point (G_table: entry i m + j is 2^(c j) P_i),
+//      window w = s m + j adds that multiple into bucket set s, so m windows share one set of buckets
+//      and the sets are combined by 2^(c m) instead of 2^c; without one, m = 1: a set per window.
 //   2. an exclusive scan of the bucket counts gives each bucket its range (scan_blocks / scan_add);
-//   3. msm_scatter: the same digits again, each (point index, sign) written into its bucket's range;
+//   3. msm_scatter: the same digits again, each (base index, sign) written into its bucket's range;
 //   4. G_sum_ones adds the points listed as ones, a fixed share per thread (a batch addition, no bucket
 //      machinery), and G_reduce adds its partials into one point;
 //   5. the first summing round (G_sum_affine) cuts the windows' entries into equal pieces of L entries,
@@ -17,9 +20,9 @@
 //      slot (thread + bucket), so every thread does the same work however uneven the buckets are.
 //      msm_flat_counts says where each bucket's partials lie;
 //   6. later rounds (G_sum_xyzz) add a bucket's partials in chunks of at most L' until one is left;
-//   7. G_window_segments: per window, sum_j j * B_j over segments of buckets by running sums, one
-//      thread per segment; G_reduce adds the segments of each window in one or more levels.
-// The host combines the windows (sum_w 2^(c w) W_w) and the sum of the ones.
+//   7. G_window_segments: per bucket set, sum_j j * B_j over segments of buckets by running sums, one
+//      thread per segment; G_reduce adds the segments of each set in one or more levels.
+// The host combines the sets (sum_s 2^(c m s) S_s) and the sum of the ones.
 #include "curve/xyzz.cuh"
 
 using namespace cuzk;
@@ -32,29 +35,35 @@ __device__ __forceinline__ uint32_t scalar_bits(const uint32_t (&s)[8], uint32_t
     return v & ((1u << c) - 1);
 }
 
-// Calls f(key, negative) for each nonzero signed digit of scalar i (key = window * 2^(c-1) + |d| - 1),
-// or f(ones_key, false) once for a scalar equal to 1. Returns nothing for 0.
+// Calls f(key, index, negative) for each nonzero signed digit of scalar i, with windows taken m to a
+// bucket set (key = set * 2^(c-1) + |d| - 1, index = i * m + the window's place in its set), or
+// f(ones_key, i * m, false) once for a scalar equal to 1. Returns nothing for 0.
 template <class Fn>
-__device__ __forceinline__ void for_each_digit(const Fr& scalar_mont, uint32_t c, uint32_t windows, Fn f) {
+__device__ __forceinline__ void for_each_digit(const Fr& scalar_mont, uint32_t i, uint32_t c, uint32_t windows,
+                                               uint32_t m, Fn f) {
     const Fr s = scalar_mont.from_mont();
     uint32_t high = 0;
 #pragma unroll
     for (int k = 1; k < 8; k++) high |= s.v[k];
     const uint32_t half = 1u << (c - 1);
+    const uint32_t first = i * m;
     if (high == 0 && s.v[0] <= 1) {
-        if (s.v[0] == 1) f(windows * half, false);
+        if (s.v[0] == 1) f(((windows + m - 1) / m) * half, first, false);
         return;
     }
-    uint32_t carry = 0;
+    uint32_t carry = 0, set_key = 0, j = 0;
     for (uint32_t w = 0; w < windows; w++) {
         const uint32_t raw = scalar_bits(s.v, w * c, c) + carry;
-        if (raw == 0) continue;  // carry stays 0
         if (raw > half) {
             carry = 1;
-            if (raw != (1u << c)) f(w * half + ((1u << c) - raw) - 1, true);
+            if (raw != (1u << c)) f(set_key + ((1u << c) - raw) - 1, first + j, true);
         } else {
             carry = 0;
-            f(w * half + raw - 1, false);
+            if (raw != 0) f(set_key + raw - 1, first + j, false);
+        }
+        if (++j == m) {
+            j = 0;
+            set_key += half;
         }
     }
 }
@@ -64,13 +73,18 @@ __device__ __forceinline__ const Fr& scalar_of(const Fr* scalars, const uint32_t
     return scalars[selected ? select[i] : i];
 }
 
+// The bucket after the sets' (the ones).
+__device__ __forceinline__ uint32_t ones_key_of(uint32_t c, uint32_t windows, uint32_t m) {
+    return ((windows + m - 1) / m) << (c - 1);
+}
+
 extern "C" __global__ void msm_count(const Fr* scalars, const uint32_t* select, uint32_t selected, uint32_t n,
-                                     uint32_t c, uint32_t windows, uint32_t* counts) {
+                                     uint32_t c, uint32_t windows, uint32_t m, uint32_t* counts) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    const uint32_t ones_key = windows << (c - 1);
+    const uint32_t ones_key = ones_key_of(c, windows, m);
     bool one = false;
     if (i < n) {
-        for_each_digit(scalar_of(scalars, select, selected, i), c, windows, [&](uint32_t key, bool) {
+        for_each_digit(scalar_of(scalars, select, selected, i), i, c, windows, m, [&](uint32_t key, uint32_t, bool) {
             if (key == ones_key)
                 one = true;
             else
@@ -82,19 +96,22 @@ extern "C" __global__ void msm_count(const Fr* scalars, const uint32_t* select, 
     if (lanes != 0 && (threadIdx.x & 31) == __ffs(lanes) - 1) atomicAdd(&counts[ones_key], __popc(lanes));
 }
 
-// cursor starts as a copy of the scanned offsets; entries are point index | sign << 31.
+// cursor starts as a copy of the scanned offsets; entries are base index | sign << 31 (the base index
+// is i * m + j: the point's multiple for the digit's window, or the point itself for a one).
 extern "C" __global__ void msm_scatter(const Fr* scalars, const uint32_t* select, uint32_t selected, uint32_t n,
-                                       uint32_t c, uint32_t windows, uint32_t* cursor, uint32_t* entries) {
+                                       uint32_t c, uint32_t windows, uint32_t m, uint32_t* cursor,
+                                       uint32_t* entries) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    const uint32_t ones_key = windows << (c - 1);
+    const uint32_t ones_key = ones_key_of(c, windows, m);
     bool one = false;
     if (i < n) {
-        for_each_digit(scalar_of(scalars, select, selected, i), c, windows, [&](uint32_t key, bool neg) {
-            if (key == ones_key)
-                one = true;
-            else
-                entries[atomicAdd(&cursor[key], 1u)] = i | ((uint32_t)neg << 31);
-        });
+        for_each_digit(scalar_of(scalars, select, selected, i), i, c, windows, m,
+                       [&](uint32_t key, uint32_t index, bool neg) {
+                           if (key == ones_key)
+                               one = true;
+                           else
+                               entries[atomicAdd(&cursor[key], 1u)] = index | ((uint32_t)neg << 31);
+                       });
     }
     const uint32_t lanes = __ballot_sync(0xffffffffu, one);
     if (lanes == 0) return;
@@ -102,7 +119,7 @@ extern "C" __global__ void msm_scatter(const Fr* scalars, const uint32_t* select
     uint32_t base = 0;
     if (lane == leader) base = atomicAdd(&cursor[ones_key], __popc(lanes));
     base = __shfl_sync(0xffffffffu, base, leader);
-    if (one) entries[base + __popc(lanes & ((1u << lane) - 1))] = i;
+    if (one) entries[base + __popc(lanes & ((1u << lane) - 1))] = i * m;
 }
 
 // The chunk of bucket entries thread q sums in a round: bucket b is the last with off_next[b] <= q
@@ -226,7 +243,8 @@ __device__ __forceinline__ void sum_xyzz(const Xyzz<F>* in, const uint32_t* coun
     out[q] = acc;
 }
 
-// Per window w and segment s of `per` buckets (digits lo = s * per + 1 .. lo + per - 1):
+// Per bucket set w (`windows` of them: a window's, or m windows' with a table) and segment s of `per`
+// buckets (digits lo = s * per + 1 .. lo + per - 1):
 // out[w * segments + s] = sum_j j * B_j over the segment, by running sums from the top digit down
 // (run = sum of B_j above, acc = sum of run) plus (lo - 1) * run. Bucket sums are data[off[b]] when
 // count[b] is 1 (after the last round) and the identity when it is 0.
@@ -281,6 +299,32 @@ __device__ __forceinline__ void sum_ones(const Affine<F>* bases, const uint32_t*
     out[t] = acc;
 }
 
+// The table of m multiples per point: out[i m + j] = 2^(c j) P_i (P_i = bases[i * stride], so a table
+// can be rebuilt from an older one's first column), by c doublings per step in XYZZ and
+// one inversion per stored multiple (x = X / ZZ and y = Y / ZZZ with 1/ZZ = (ZZ / ZZZ)^2, as ZZ^3 =
+// ZZZ^2). The identity stays the identity (x = y = 0). Built once per key, so the inversions'
+// exponentiations are affordable.
+template <class F>
+__device__ __forceinline__ void table(const Affine<F>* bases, uint32_t stride, uint32_t n, uint32_t c, uint32_t m,
+                                      Affine<F>* out) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const Affine<F> p = bases[(uint64_t)i * stride];
+    Affine<F>* row = out + (uint64_t)i * m;
+    row[0] = p;
+    Xyzz<F> acc = Xyzz<F>::from_affine(p);
+    for (uint32_t j = 1; j < m; j++) {
+        for (uint32_t d = 0; d < c; d++) acc = acc.dbl();
+        if (acc.is_identity()) {
+            row[j] = Affine<F>{F::zero(), F::zero()};
+            continue;
+        }
+        const F inv = acc.ZZZ.inverse();
+        const F t = acc.ZZ * inv;
+        row[j] = Affine<F>{acc.X * t.sqr(), acc.Y * inv};
+    }
+}
+
 // The first summing round is the MSM's hot loop: its register budget is set so that BLOCKS blocks of
 // SUM_THREADS fit on a multiprocessor (G1: three, which leaves room for the prefetched point without
 // spills; G2: two, as its larger points would spill at more).
@@ -311,6 +355,10 @@ constexpr int SUM_THREADS = 128;
     }                                                                                                         \
     extern "C" __global__ void G##_reduce(const Xyzz<F>* in, uint32_t per, Xyzz<F>* out) {                   \
         reduce(in, per, out);                                                                                 \
+    }                                                                                                         \
+    extern "C" __global__ void G##_table(const Affine<F>* bases, uint32_t stride, uint32_t n, uint32_t c,      \
+                                         uint32_t m, Affine<F>* out) {                                        \
+        table(bases, stride, n, c, m, out);                                                                   \
     }
 
 MSM_SUM_AFFINE(g1, Fq, 3, true)

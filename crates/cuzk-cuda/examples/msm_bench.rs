@@ -1,7 +1,12 @@
 //! GPU MSM benchmarks, side by side with ark-ec on this host's cores.
 //!
 //! Usage: msm_bench [--json FILE] [--ark-max LOG] [--sizes LOG,LOG,...] [--windows C,C,...]
-//!                  [--bases device|host|both] [--curves g1,g2] [--scalars random,bits] [--trace]
+//!                  [--tables C:M,C:M,...] [--bases device|host|both] [--curves g1,g2]
+//!                  [--scalars random,bits] [--trace]
+//!
+//! `--tables` adds, after the plain variants, device-resident bases replaced by a table of `M`
+//! multiples per point for windows of `C` bits (`M = all`: every window in one set of buckets),
+//! each timed like the others on the same scalars, with the table's build time and size.
 //!
 //! `--trace` prints each probed call's kernel spans and host phases. `--windows` and `--bases` sweep the window width and where the bases live (device memory, or pinned
 //! host memory streamed batch by batch): every combination is timed on the same bases and scalars (the
@@ -64,11 +69,24 @@ fn bases<G: CurveGroup<ScalarField = Fr>>(n: usize) -> Vec<G::Affine> {
     cuzk_testkit::progression(n, r, s)
 }
 
+/// ` table m=M (built in T ms, G GB)` for a row with a table, else nothing.
+fn table_label(r: &Row) -> String {
+    match r.table {
+        Some((ms, bytes)) => {
+            format!(" table m={} (built in {ms:.0} ms, {:.2} GB)", r.multiples, bytes as f64 / 1e9)
+        }
+        None => String::new(),
+    }
+}
+
 struct Row {
     curve: &'static str,
     log_n: u32,
     bits: bool,
     window: u32,
+    /// Multiples per point of the bases' table (1: no table), and its build time and bytes.
+    multiples: u32,
+    table: Option<(f64, u64)>,
     host_bases: bool,
     wall_ms: f64,
     with_upload_ms: Option<f64>,
@@ -84,9 +102,15 @@ struct Row {
 /// MSMs in the back-to-back measurement (as a proof's five MSMs run).
 const STREAM: usize = 4;
 
+/// One timed variant: the window width, which of the plain uploads (none: the table's bases) and the
+/// table's (width, multiples).
+type Variant = (Option<u32>, Option<usize>, Option<(u32, u32)>);
+
 /// What to sweep.
 struct Sweep {
     windows: Vec<Option<u32>>,
+    /// (window width, multiples per point; 0 for every window).
+    tables: Vec<(u32, u32)>,
     host_bases: Vec<bool>,
     kinds: Vec<bool>,
 }
@@ -121,8 +145,29 @@ fn run<C: Curve>(
         let dk = gpu.upload(gpu.compute_stream(), &host)?;
         let mut first = true;
         let mut reference = None;
-        for &window_bits in &sweep.windows {
-            for (on_host, dev) in &stored {
+        let plain = sweep.windows.iter().flat_map(|&w| (0..stored.len()).map(move |i| (w, Some(i), None)));
+        let tables = sweep.tables.iter().map(|&(c, m)| (Some(c), None, Some((c, m))));
+        let variants: Vec<Variant> = plain.chain(tables).collect();
+        let mut tabled: Option<cuzk_cuda::GpuBases<C>> = None;
+        for (window_bits, plain_index, table_spec) in variants {
+            let mut table = None;
+            if let Some((c, m)) = table_spec {
+                let m = if m == 0 { 256u32.div_ceil(c) } else { m };
+                let bases_for_table = match tabled.take() {
+                    Some(t) => t,
+                    None => b.upload_bases_to::<C>(&host_bases, Residency::Device)?,
+                };
+                let mut t = bases_for_table;
+                let start = Instant::now();
+                t.precompute(gpu, c, m)?;
+                table = Some((start.elapsed().as_secs_f64() * 1e3, t.device_bytes()));
+                tabled = Some(t);
+            }
+            {
+                let (on_host, dev) = match plain_index {
+                    Some(i) => (&stored[i].0, &stored[i].1),
+                    None => (&false, tabled.as_ref().expect("a table was just built")),
+                };
                 let config = MsmConfig { window_bits, ..b.msm_config() };
                 let call = |probe: &mut Probe| {
                     msm::msm_probed::<C>(gpu, &dev.msm_bases(), &dk.slice(..), &config, probe)
@@ -210,12 +255,17 @@ fn run<C: Curve>(
                     ms
                 });
                 first = false;
-                let plan = Plan::new(n.min(config.batch), config.window_bits)?;
+                let plan = match dev.table() {
+                    Some(t) => Plan::with_multiples(n.min(config.batch), t.window_bits, t.multiples)?,
+                    None => Plan::new(n.min(config.batch), config.window_bits)?,
+                };
                 rows.push(Row {
                     curve: C::NAME,
                     log_n,
                     bits,
                     window: plan.c,
+                    multiples: plan.multiples,
+                    table,
                     host_bases: *on_host,
                     wall_ms: median(walls),
                     with_upload_ms,
@@ -227,12 +277,13 @@ fn run<C: Curve>(
                 });
                 let r = rows.last().expect("just pushed");
                 println!(
-                    "{} 2^{} {} c={}{}: {:.2} ms wall, {:.2} ms kernel-busy ({:.0}%), {STREAM} in a row {:.2} ms each ({:.0}% busy), ark {}",
+                    "{} 2^{} {} c={}{}{}: {:.2} ms wall, {:.2} ms kernel-busy ({:.0}%), {STREAM} in a row {:.2} ms each ({:.0}% busy), ark {}",
                     r.curve,
                     r.log_n,
                     if bits { "bits" } else { "random" },
                     r.window,
                     if *on_host { " host bases" } else { "" },
+                    table_label(r),
                     r.wall_ms,
                     r.kernel_ms,
                     100.0 * r.kernel_ms / r.wall_ms,
@@ -260,6 +311,16 @@ fn main() {
         windows: list("--windows")
             .map(|v| v.iter().filter_map(|x| x.parse().ok()).map(Some).collect())
             .unwrap_or_else(|| vec![None]),
+        tables: list("--tables")
+            .map(|v| {
+                v.iter()
+                    .filter_map(|x| {
+                        let (c, m) = x.split_once(':')?;
+                        Some((c.parse().ok()?, if m == "all" { 0 } else { m.parse().ok()? }))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
         host_bases: match opt("--bases").as_deref() {
             Some("host") => vec![true],
             Some("both") => vec![false, true],
@@ -310,17 +371,22 @@ fn main() {
         std::process::exit(1);
     }
     println!(
-        "| curve | size | scalars | window | bases | GPU wall ms | kernel-busy ms | kernel share | {STREAM} in a row: ms each | kernel share | with host scalars ms | ark-ec ms | ratio |"
+        "| curve | size | scalars | window | bases | table: multiples, build ms, GB | GPU wall ms | kernel-busy ms | kernel share | {STREAM} in a row: ms each | kernel share | with host scalars ms | ark-ec ms | ratio |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         println!(
-            "| {} | 2^{} | {} | {} | {} | {:.2} | {:.2} | {:.0}% | {:.2} | {:.0}% | {} | {} | {} |",
+            "| {} | 2^{} | {} | {} | {} | {} | {:.2} | {:.2} | {:.0}% | {:.2} | {:.0}% | {} | {} | {} |",
             r.curve,
             r.log_n,
             if r.bits { "bit-heavy" } else { "random" },
             r.window,
             if r.host_bases { "host" } else { "device" },
+            r.table.map_or("-".into(), |(ms, bytes)| format!(
+                "{}, {ms:.0}, {:.2}",
+                r.multiples,
+                bytes as f64 / 1e9
+            )),
             r.wall_ms,
             r.kernel_ms,
             100.0 * r.kernel_ms / r.wall_ms,
@@ -334,12 +400,13 @@ fn main() {
     for r in rows.iter().filter(|r| r.log_n == 24 || r.log_n == 20) {
         let parts: Vec<String> = r.breakdown.iter().map(|(n, t)| format!("{n} {t:.2}")).collect();
         println!(
-            "{} 2^{} {} c={}{} kernels (ms): {}",
+            "{} 2^{} {} c={}{}{} kernels (ms): {}",
             r.curve,
             r.log_n,
             if r.bits { "bit-heavy" } else { "random" },
             r.window,
             if r.host_bases { " host bases" } else { "" },
+            table_label(r),
             parts.join(", ")
         );
     }
@@ -348,11 +415,12 @@ fn main() {
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"host_bases\":{},\"wall_ms\":{},\"kernel_ms\":{},\"stream_ms\":{},\"stream_share\":{},\"ark_ms\":{}}}",
+                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"multiples\":{},\"host_bases\":{},\"wall_ms\":{},\"kernel_ms\":{},\"stream_ms\":{},\"stream_share\":{},\"ark_ms\":{}}}",
                     r.curve,
                     r.log_n,
                     r.bits,
                     r.window,
+                    r.multiples,
                     r.host_bases,
                     r.wall_ms,
                     r.kernel_ms,

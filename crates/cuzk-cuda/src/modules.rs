@@ -95,6 +95,7 @@ pub(crate) struct CurveKernels {
     pub(crate) sum_xyzz: CudaFunction,
     pub(crate) window_segments: CudaFunction,
     pub(crate) reduce: CudaFunction,
+    pub(crate) table: CudaFunction,
 }
 
 impl MsmKernels {
@@ -109,6 +110,7 @@ impl MsmKernels {
                 sum_xyzz: f(if g1 { "g1_sum_xyzz" } else { "g2_sum_xyzz" })?,
                 window_segments: f(if g1 { "g1_window_segments" } else { "g2_window_segments" })?,
                 reduce: f(if g1 { "g1_reduce" } else { "g2_reduce" })?,
+                table: f(if g1 { "g1_table" } else { "g2_table" })?,
             })
         };
         Ok(Self {

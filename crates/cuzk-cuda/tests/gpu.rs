@@ -445,6 +445,84 @@ fn msm_with_streamed_bases_and_selected_bases_agrees() {
     }
 }
 
+/// Window widths and multiples per point a table is tried with: full tables (every window in one
+/// set), partial ones (sets of a few windows, the last one short), and two multiples.
+const TABLES_G1: [(u32, u32); 9] =
+    [(2, 2), (3, 86), (5, 52), (9, 3), (13, 7), (16, 16), (16, 5), (22, 12), (24, 11)];
+const TABLES_G2: [(u32, u32); 4] = [(4, 64), (13, 20), (16, 4), (21, 13)];
+
+#[test]
+fn msm_with_a_table_of_multiples_matches_ark_ec() {
+    // Bases replaced by 2^(c j) P for j < m, so m windows share one set of buckets: every scalar kind
+    // on awkward sizes, batches, bases with identities and repeats, compacted sparse bases, and tables
+    // rebuilt over older ones.
+    let mut rng = seeded_rng("msm_tables");
+    let n = 3000;
+    let b1 = bases::<G1Projective>(n, &mut rng);
+    let b2 = bases::<G2Projective>(n, &mut rng);
+    let gpu = backend();
+    for &size in &[1usize, 2, 5, 257, n] {
+        for kind in KINDS {
+            let s = scalars(kind, size, &mut rng);
+            let e1 = G1Projective::msm(&b1[..size], &s).unwrap().into_affine();
+            let e2 = G2Projective::msm(&b2[..size], &s).unwrap().into_affine();
+            let mut d1 = gpu.upload_bases_to::<G1>(&b1[..size], Residency::Device).unwrap();
+            for (c, m) in TABLES_G1 {
+                d1.precompute(gpu.gpu(), c, m).unwrap_or_else(|e| panic!("G1 table c = {c}, m = {m}: {e}"));
+                assert_eq!(d1.table().map(|t| (t.window_bits, t.multiples)), Some((c, m)));
+                let got = gpu.msm_host(&d1, &s).unwrap();
+                assert_eq!(got.into_affine(), e1, "G1 n = {size}, {kind:?}, c = {c}, m = {m}");
+            }
+            let mut d2 = gpu.upload_bases_to::<G2>(&b2[..size], Residency::Device).unwrap();
+            for (c, m) in TABLES_G2 {
+                d2.precompute(gpu.gpu(), c, m).unwrap_or_else(|e| panic!("G2 table c = {c}, m = {m}: {e}"));
+                let got = gpu.msm_host(&d2, &s).unwrap();
+                assert_eq!(got.into_affine(), e2, "G2 n = {size}, {kind:?}, c = {c}, m = {m}");
+            }
+            // Back to the points alone.
+            d1.precompute(gpu.gpu(), 16, 1).unwrap();
+            assert_eq!(d1.table(), None);
+            assert_eq!(gpu.msm_host(&d1, &s).unwrap().into_affine(), e1, "G1 n = {size}, {kind:?}, no table");
+        }
+    }
+    // Batches cut the table by point; sparse bases keep only their points' multiples.
+    let mut sparse = b1.clone();
+    for i in (0..n).filter(|i| i % 2 == 1 || i % 7 == 0) {
+        sparse[i] = Default::default();
+    }
+    for kind in [Scalars::Random, Scalars::Bits, Scalars::One] {
+        let s = scalars(kind, n, &mut rng);
+        for (what, b) in [("dense", &b1), ("sparse", &sparse)] {
+            let e = G1Projective::msm(b, &s).unwrap().into_affine();
+            for batch in [1usize, 999, 2048, n] {
+                let gpu = backend().with_msm_config(MsmConfig { batch, ..MsmConfig::default() });
+                let mut d = gpu.upload_bases_to::<G1>(b, Residency::Device).unwrap();
+                if what == "sparse" {
+                    assert!(d.kept() < n * 5 / 8, "kept {}", d.kept());
+                }
+                for (c, m) in [(16, 16), (11, 4)] {
+                    d.precompute(gpu.gpu(), c, m).unwrap();
+                    let got = gpu.msm_host(&d, &s).unwrap_or_else(|e| panic!("{what}, batch {batch}: {e}"));
+                    assert_eq!(got.into_affine(), e, "{what} {kind:?}, batch {batch}, c = {c}, m = {m}");
+                }
+            }
+        }
+    }
+    // What cannot have a table says so, and leaves the bases as they were.
+    let mut host = gpu.upload_bases_to::<G1>(&b1, Residency::Host).unwrap();
+    assert!(host.precompute(gpu.gpu(), 16, 4).is_err());
+    let mut d = gpu.upload_bases_to::<G1>(&b1, Residency::Device).unwrap();
+    for (c, m) in [(16, 0), (16, 17), (1, 2), (25, 2)] {
+        assert!(d.precompute(gpu.gpu(), c, m).is_err(), "c = {c}, m = {m} accepted");
+    }
+    assert_eq!(d.table(), None);
+    let s = scalars(Scalars::Random, n, &mut rng);
+    assert_eq!(
+        gpu.msm_host(&d, &s).unwrap().into_affine(),
+        G1Projective::msm(&b1, &s).unwrap().into_affine()
+    );
+}
+
 /// Bases `R + i·S` for random `R`, `S`, with [`closed_form`] as the oracle.
 fn progression<G: CurveGroup<ScalarField = Fr>>(n: usize, rng: &mut StdRng) -> (Vec<G::Affine>, G, G) {
     let (r, s) = (G::rand(rng), G::rand(rng));
@@ -480,6 +558,14 @@ fn msm_large_sizes_match_the_closed_form() {
         let gpu = backend().with_msm_config(MsmConfig { window_bits: Some(c), ..MsmConfig::default() });
         check_msm::<G1>(&gpu, &b, &k, closed_form(&k, r, s), &format!("2^24, c = {c}"));
     }
+    // Tables of multiples at full size: every window in one set, and sets of four windows.
+    let mut d = gpu.upload_bases_to::<G1>(&b, Residency::Device).unwrap();
+    for (c, m) in [(22, 12), (20, 13), (16, 4)] {
+        d.precompute(gpu.gpu(), c, m).unwrap();
+        let got = gpu.msm_host(&d, &k).unwrap();
+        assert_eq!(got.into_affine(), closed_form(&k, r, s).into_affine(), "2^24, table c = {c}, m = {m}");
+    }
+    drop(d);
     let (b2, r2, s2) = progression::<G2Projective>((1 << 22) + 1, &mut rng);
     for (n, kind) in [((1 << 20) - 1, Scalars::Random), ((1 << 22) + 1, Scalars::Bits)] {
         let k = scalars(kind, n, &mut rng);
@@ -506,6 +592,19 @@ fn groth16_proofs_on_the_gpu_equal_the_cpu_backends() {
             .unwrap_or_else(|e| panic!("2^{k} on the GPU: {e}"));
         let (on_cpu, _) = prove(&CpuBackend, &cpu_key, &syn, r, s, &ProveOptions::default()).unwrap();
         assert_eq!(on_gpu, on_cpu, "proofs differ at 2^{k}");
+        // Every MSM with a table of multiples (small keys take one only when asked to).
+        let pk = keygen(circuit, &mut rng);
+        let mut tabled = PreparedKey::new(&gpu, pk.clone()).unwrap();
+        let cpu_key = PreparedKey::new(&CpuBackend, pk).unwrap();
+        let built = gpu.precompute_tables(&mut tabled, 0, 1).unwrap();
+        let mut msms: Vec<&str> = built.iter().map(|t| t.msm).collect();
+        msms.sort_unstable();
+        assert_eq!(msms, ["a", "b_g1", "b_g2", "h", "l"], "2^{k}: tables built {built:?}");
+        let (on_gpu, _) = prove(&gpu, &tabled, &syn, r, s, &ProveOptions::default())
+            .unwrap_or_else(|e| panic!("2^{k} on the GPU with tables: {e}"));
+        let (on_cpu, _) = prove(&CpuBackend, &cpu_key, &syn, r, s, &ProveOptions::default()).unwrap();
+        assert_eq!(on_gpu, on_cpu, "proofs differ at 2^{k} with tables");
+        assert!(gpu.precompute_tables(&mut tabled, 0, usize::MAX).unwrap().is_empty());
     }
 }
 

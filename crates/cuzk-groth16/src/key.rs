@@ -98,6 +98,12 @@ impl<B: Backend> PreparedKey<B> {
         &self.b_g2
     }
 
+    /// The query bases, to be rearranged by their backend (a device's precomputed tables): the G1
+    /// queries A, B, L and H, then G2's B.
+    pub fn bases_mut(&mut self) -> ([&mut B::Bases<G1>; 4], &mut B::Bases<G2>) {
+        ([&mut self.a, &mut self.b_g1, &mut self.l, &mut self.h], &mut self.b_g2)
+    }
+
     /// Variables (instance and witness) of the circuits the key was made for: the length of `z`.
     pub fn variables(&self) -> usize {
         self.a.len()

@@ -21,9 +21,19 @@ pub(crate) const REDUCE_THREADS: u32 = 64;
 /// Elements one `scan_blocks` block scans (`SCAN_BLOCK` in msm.cu).
 pub(crate) const SCAN_BLOCK: usize = 1024;
 
-/// Buckets of a plan with windows of `c` bits: `windows * 2^(c-1)`, and the ones' bucket after them.
-fn buckets(c: u32, windows: u32) -> usize {
-    windows as usize * (1usize << (c - 1)) + 1
+/// Buckets of a plan with windows of `c` bits taken `m` to a bucket set: `ceil(windows / m) * 2^(c-1)`,
+/// and the ones' bucket after them.
+fn buckets(c: u32, windows: u32, m: u32) -> usize {
+    windows.div_ceil(m.max(1)) as usize * (1usize << (c - 1)) + 1
+}
+
+/// The digits' shape: window width `c`, `windows` windows, and `m` windows per bucket set (the
+/// multiples per point of the bases' table; 1 without one).
+#[derive(Clone, Copy)]
+pub(crate) struct Digits {
+    pub(crate) c: u32,
+    pub(crate) windows: u32,
+    pub(crate) m: u32,
 }
 
 /// The scalars a batch's points take: a batch of `n` scalars, or with a selection, the point's
@@ -61,20 +71,21 @@ pub(crate) fn count(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
     batch: BatchScalars<'_, '_>,
-    c: u32,
-    windows: u32,
+    digits: Digits,
     counts: &mut CudaSlice<u32>,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
     let n32 = batch.check("msm_count")?;
-    expect_len("msm_count", buckets(c, windows), counts.len())?;
+    let Digits { c, windows, m } = digits;
+    expect_len("msm_count", buckets(c, windows, m), counts.len())?;
     let k = gpu.msm_kernels()?;
     let dummy = gpu.dummy_u32.slice(..);
     let (selected, select) = batch.select_args(&dummy);
     probe.before(gpu, stream)?;
     // SAFETY: matches `msm_count(const Fr* scalars, const uint32_t* select, uint32_t selected, uint32_t n,
-    // uint32_t c, uint32_t windows, uint32_t* counts)`; scalars hold n elements, or with a selection
-    // every select[i] (i < n) indexes them; keys stay below windows * 2^(c-1) + 1 = counts.len().
+    // uint32_t c, uint32_t windows, uint32_t m, uint32_t* counts)`; scalars hold n elements, or with a
+    // selection every select[i] (i < n) indexes them; keys stay below ceil(windows / m) * 2^(c-1) + 1
+    // = counts.len().
     unsafe {
         stream
             .launch_builder(&k.count)
@@ -84,6 +95,7 @@ pub(crate) fn count(
             .arg(&n32)
             .arg(&c)
             .arg(&windows)
+            .arg(&m)
             .arg(counts)
             .launch(grid("msm_count", batch.n, 256)?)
     }
@@ -98,23 +110,27 @@ pub(crate) fn scatter(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
     batch: BatchScalars<'_, '_>,
-    c: u32,
-    windows: u32,
+    digits: Digits,
     cursor: &mut CudaSlice<u32>,
     entries: &mut CudaSlice<u32>,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
     let n32 = batch.check("msm_scatter")?;
-    expect_len("msm_scatter", buckets(c, windows), cursor.len())?;
+    let Digits { c, windows, m } = digits;
+    expect_len("msm_scatter", buckets(c, windows, m), cursor.len())?;
+    if (batch.n as u64) * (m as u64) >= 1 << 31 {
+        return Err(CudaError::Size { op: "msm_scatter", size: batch.n, reason: "base indices over 2^31" });
+    }
     expect_at_least("msm_scatter", windows as usize * batch.n, entries.len())?;
     let k = gpu.msm_kernels()?;
     let dummy = gpu.dummy_u32.slice(..);
     let (selected, select) = batch.select_args(&dummy);
     probe.before(gpu, stream)?;
     // SAFETY: matches `msm_scatter(const Fr* scalars, const uint32_t* select, uint32_t selected, uint32_t n,
-    // uint32_t c, uint32_t windows, uint32_t* cursor, uint32_t* entries)`; with the same scalars as the
-    // count, the scatter writes exactly the entries msm_count counted, each inside its bucket's range,
-    // and a scalar has at most `windows` entries, so entries (windows * n) suffices.
+    // uint32_t c, uint32_t windows, uint32_t m, uint32_t* cursor, uint32_t* entries)`; with the same
+    // scalars and digits as the count, the scatter writes exactly the entries msm_count counted, each
+    // inside its bucket's range, and a scalar has at most `windows` entries, so entries (windows * n)
+    // suffices; base indices i * m + j (j < m) stay below 2^31, checked above.
     unsafe {
         stream
             .launch_builder(&k.scatter)
@@ -124,6 +140,7 @@ pub(crate) fn scatter(
             .arg(&n32)
             .arg(&c)
             .arg(&windows)
+            .arg(&m)
             .arg(cursor)
             .arg(entries)
             .launch(grid("msm_scatter", batch.n, 256)?)
@@ -428,4 +445,39 @@ pub(crate) fn reduce<C: Curve>(
     unsafe { stream.launch_builder(&ck.reduce).arg(input).arg(&per).arg(out).launch(cfg) }
         .during("reduce")?;
     probe.after(gpu, stream, "reduce")
+}
+
+/// `G_table`: `out[i·m + j] = 2^(c·j)·P_i` for `j < m` and the `n` points `P_i = bases[i·stride]`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn table<C: Curve>(
+    ck: &CurveKernels,
+    stream: &Arc<CudaStream>,
+    bases: &CudaSlice<GpuAffine<C>>,
+    stride: u32,
+    n: usize,
+    c: u32,
+    m: u32,
+    out: &mut CudaSlice<GpuAffine<C>>,
+) -> Result<(), CudaError> {
+    let n32 = count32("table", n)?;
+    if n > 0 {
+        expect_at_least("table", (n - 1) * stride as usize + 1, bases.len())?;
+    }
+    expect_at_least("table", n * m as usize, out.len())?;
+    // SAFETY: matches `G_table(const Affine<F>* bases, uint32_t stride, uint32_t n, uint32_t c, uint32_t
+    // m, Affine<F>* out)`; thread i < n reads bases[i * stride] (inside `bases`, checked) and writes
+    // out[i * m .. i * m + m), inside `out` (at least n * m points, checked).
+    unsafe {
+        stream
+            .launch_builder(&ck.table)
+            .arg(bases)
+            .arg(&stride)
+            .arg(&n32)
+            .arg(&c)
+            .arg(&m)
+            .arg(out)
+            .launch(grid("table", n, 128)?)
+    }
+    .during("table")?;
+    Ok(())
 }

@@ -5,12 +5,18 @@
 //! uploaded on the copy stream ([`Residency`]). When at least an eighth of them are points at infinity
 //! (the parts of a Groth16 key for variables a query does not use) only the others are kept, with a
 //! selection of their scalars, so the MSM neither stores nor sorts the rest.
+//!
+//! Resident bases may be replaced by a table of multiples ([`GpuBases::precompute`]): `2^(c·j)·P` for
+//! `j < m` per point, so that `m` windows of width `c` share one set of buckets. The MSM then adds
+//! as many points as before but reduces `m` times fewer buckets, which makes wider windows (fewer
+//! additions per point) pay; the table costs `m` times the bases' device memory and is built once.
 
 use ark_ec::AffineRepr;
 use cudarc::driver::{CudaSlice, PinnedHostSlice};
 use cuzk_field::{Affine, Curve};
 use rayon::prelude::*;
 
+use crate::msm::Plan;
 use crate::{CudaError, DriverContext, Gpu, GpuAffine};
 
 /// Device memory left free for an MSM's own buffers when deciding where bases go (bucket entries of a
@@ -45,6 +51,18 @@ pub struct GpuBases<C: Curve> {
     kept: usize,
     /// Bases given, and scalars an MSM takes.
     len: usize,
+    /// With a table: the window width it was built for and the multiples per point (`points` then
+    /// holds `kept * multiples` points, point-major).
+    table: Option<(u32, u32)>,
+}
+
+/// The precomputed multiples of [`GpuBases`], as [`GpuBases::table`] reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Table {
+    /// Window width `c` the multiples are spaced by (`2^(c·j)·P`).
+    pub window_bits: u32,
+    /// Multiples per point, `P` itself included.
+    pub multiples: u32,
 }
 
 impl<C: Curve> GpuBases<C> {
@@ -55,13 +73,72 @@ impl<C: Curve> GpuBases<C> {
             Stored::Host(p) => Points::Host(p),
         };
         if self.kept == 0 {
-            return MsmBases { points, select: None, len: 0, scalars: self.len };
+            return MsmBases { points, select: None, len: 0, scalars: self.len, table: None };
         }
-        let len = match points {
-            Points::Device(p) => p.len(),
-            Points::Host(p) => p.len(),
+        MsmBases {
+            points,
+            select: self.select.as_ref(),
+            len: self.kept,
+            scalars: self.len,
+            table: self.table,
+        }
+    }
+
+    /// Replaces the resident points by a table of `multiples` multiples per point, `2^(c·j)·P` for
+    /// `j < multiples` with `c = window_bits`, built on the device (and waited for); MSMs on these
+    /// bases then use windows of `c` bits, `multiples` to a set of buckets. `multiples == 1` goes back
+    /// to the points alone. A table is rebuilt from the points it holds, so any width and count can
+    /// follow any other.
+    ///
+    /// Fails when the bases are in host memory, when `window_bits` is not 2..=24 or `multiples` not
+    /// 1..=ceil(256 / window_bits), or when the table and the MSMs' reserve do not fit in free device
+    /// memory (the bases are then unchanged).
+    pub fn precompute(&mut self, gpu: &Gpu, window_bits: u32, multiples: u32) -> Result<(), CudaError> {
+        Plan::with_multiples(1, window_bits, multiples)?;
+        let Stored::Device(points) = &self.points else {
+            return Err(CudaError::Size {
+                op: "precompute",
+                size: self.kept,
+                reason: "bases kept in host memory take no table",
+            });
         };
-        MsmBases { points, select: self.select.as_ref(), len, scalars: self.len }
+        let old = self.table.map_or(1, |(_, m)| m);
+        if self.kept == 0 || (old == 1 && multiples == 1) {
+            self.table = None;
+            return Ok(());
+        }
+        let len =
+            self.kept.checked_mul(multiples as usize).filter(|&l| l < 1 << 31).ok_or(CudaError::Size {
+                op: "precompute",
+                size: self.kept,
+                reason: "more than 2^31 table points",
+            })?;
+        let bytes = len * std::mem::size_of::<GpuAffine<C>>();
+        let (free, _) = gpu.memory()?;
+        if bytes.saturating_add(MSM_RESERVE) > free {
+            return Err(CudaError::OutOfMemory { what: "an MSM table", need: bytes + MSM_RESERVE, free });
+        }
+        let stream = gpu.compute_stream();
+        let mut table = gpu.zeros::<GpuAffine<C>>(stream, len)?;
+        let ck = gpu.msm_kernels()?.curve::<C>();
+        crate::kernels::msm::table(ck, stream, points, old, self.kept, window_bits, multiples, &mut table)?;
+        stream.synchronize().during("building an MSM table")?;
+        self.points = Stored::Device(table);
+        self.table = (multiples > 1).then_some((window_bits, multiples));
+        Ok(())
+    }
+
+    /// The table of multiples the points were replaced by, if any.
+    pub fn table(&self) -> Option<Table> {
+        self.table.map(|(window_bits, multiples)| Table { window_bits, multiples })
+    }
+
+    /// Bytes of device memory the points (or their table) hold.
+    pub fn device_bytes(&self) -> u64 {
+        match &self.points {
+            Stored::Device(p) => (p.len() * std::mem::size_of::<GpuAffine<C>>()) as u64,
+            Stored::Host(_) => 0,
+        }
     }
 
     /// Whether the points are in device memory (otherwise pinned host memory).
@@ -115,7 +192,7 @@ pub(crate) fn upload<C: Curve>(
     let kept = host.len();
     if kept == 0 {
         let points = Stored::Device(gpu.zeros(stream, 1)?);
-        return Ok(GpuBases { points, select: None, kept, len });
+        return Ok(GpuBases { points, select: None, kept, len, table: None });
     }
     let select = select.map(|s| gpu.upload(stream, &s)).transpose()?;
     let bytes = std::mem::size_of_val(host.as_slice());
@@ -134,7 +211,7 @@ pub(crate) fn upload<C: Curve>(
         pinned.as_mut_slice().during("filling pinned bases")?.copy_from_slice(&host);
         Stored::Host(pinned)
     };
-    Ok(GpuBases { points, select, kept, len })
+    Ok(GpuBases { points, select, kept, len, table: None })
 }
 
 /// Where an MSM's bases are.
@@ -159,21 +236,35 @@ pub struct MsmBases<'a, C: Curve> {
     pub(crate) points: Points<'a, GpuAffine<C>>,
     /// Point `i` takes scalar `select[i]`; without it, scalar `i`.
     pub(crate) select: Option<&'a CudaSlice<u32>>,
-    /// Points used (the front of the buffers).
+    /// Points used (the front of the buffers; with a table, `len * multiples` of them).
     len: usize,
     /// How many scalars the MSM takes.
     scalars: usize,
+    /// With a table: its window width and multiples per point.
+    pub(crate) table: Option<(u32, u32)>,
 }
 
 impl<'a, C: Curve> MsmBases<'a, C> {
     /// Device-resident bases, one per scalar.
     pub fn device(points: &'a CudaSlice<GpuAffine<C>>) -> Self {
-        Self { points: Points::Device(points), select: None, len: points.len(), scalars: points.len() }
+        Self {
+            points: Points::Device(points),
+            select: None,
+            len: points.len(),
+            scalars: points.len(),
+            table: None,
+        }
     }
 
     /// Bases in pinned host memory, one per scalar.
     pub fn host(points: &'a PinnedHostSlice<GpuAffine<C>>) -> Self {
-        Self { points: Points::Host(points), select: None, len: points.len(), scalars: points.len() }
+        Self {
+            points: Points::Host(points),
+            select: None,
+            len: points.len(),
+            scalars: points.len(),
+            table: None,
+        }
     }
 
     /// Number of points.

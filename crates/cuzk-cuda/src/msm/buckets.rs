@@ -56,7 +56,8 @@ fn reduce_rows<C: Curve>(
 }
 
 /// Bucket sums and window reduction of one sorted batch on `stream`: its window sums and the sum of
-/// its ones (`windows + 1` XYZZ points) in a new device buffer.
+/// its ones (`sets + 1` XYZZ points: a window's each, or with a table `multiples` windows' each) in a
+/// new device buffer. `bases` is the batch's points, or its part of the table (`multiples` per point).
 pub(crate) fn reduce<C: Curve>(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
@@ -66,9 +67,9 @@ pub(crate) fn reduce<C: Curve>(
     probe: &mut Probe,
 ) -> Result<ScratchBuf<Xyzz<C>>, CudaError> {
     let ck = gpu.msm_kernels()?.curve::<C>();
-    let n = bases.len();
     let buckets = plan.window_buckets();
-    let windows = plan.windows;
+    // Bucket sets: one per window, or with a table one per `multiples` windows.
+    let windows = plan.sets;
     let pieces = plan.pieces;
     let mut sums = gpu.scratch().take::<Xyzz<C>>(stream, windows as usize + 1)?;
 
@@ -109,8 +110,9 @@ pub(crate) fn reduce<C: Curve>(
     )?;
     let mut seg = next;
     // Later rounds, until no bucket can have more than one partial sum: a bucket holds at most one
-    // entry per point, so it meets at most n + 1 pieces, and there are at most `pieces`.
-    let mut most = (pieces as usize).min(n + 1);
+    // entry per base (a point, or with a table one of its multiples: several windows share the
+    // bucket), so it meets at most bases + 1 pieces, and there are at most `pieces`.
+    let mut most = (pieces as usize).min(bases.len() + 1);
     while most > 1 {
         let next = chunk_counts(gpu, stream, &seg, LATER_CHUNK, probe)?;
         let next_items = items / LATER_CHUNK as usize + buckets as usize;

@@ -24,7 +24,7 @@ use cuzk_field::Projective;
 pub use cuzk_field::{Curve, G1, G2};
 
 pub(crate) use bases::{upload as upload_bases, MSM_RESERVE};
-pub use bases::{GpuBases, MsmBases, Points, Residency};
+pub use bases::{GpuBases, MsmBases, Points, Residency, Table};
 pub use plan::{MsmConfig, Plan, MAX_WINDOW_BITS};
 
 use crate::gpu::ResultBuffer;
@@ -118,7 +118,11 @@ pub fn msm_start<'g, C: Curve>(
     }
     let (compute, side, copy) = (gpu.compute_stream(), gpu.side_stream(), gpu.copy_stream());
     let batch_len = config.batch.min(n);
-    let plan = Plan::new(batch_len, config.window_bits)?;
+    // A table fixes the window width; its multiples share bucket sets.
+    let (plan, m) = match bases.table {
+        Some((c, m)) => (Plan::with_multiples(batch_len, c, m)?, m as usize),
+        None => (Plan::new(batch_len, config.window_bits)?, 1),
+    };
     let ranges: Vec<std::ops::Range<usize>> =
         (0..n).step_by(batch_len).map(|s| s..(s + batch_len).min(n)).collect();
     let sort_batch = |r: &std::ops::Range<usize>, probe: &mut Probe| match bases.select {
@@ -142,7 +146,7 @@ pub fn msm_start<'g, C: Curve>(
         }
         upload(&mut staged, 0)?;
     }
-    let slots = plan.windows as usize + 1;
+    let slots = plan.sets as usize + 1;
     let bytes = slots * std::mem::size_of::<Xyzz<C>>();
     // Two pinned result buffers: batch i's copy lands in one while the host reads the other.
     let mut host = [gpu.result_buffer(bytes)?, gpu.result_buffer(bytes)?];
@@ -160,7 +164,7 @@ pub fn msm_start<'g, C: Curve>(
             None => None,
         };
         let points = match bases.points {
-            Points::Device(p) => p.slice(r.clone()),
+            Points::Device(p) => p.slice(r.start * m..r.end * m),
             Points::Host(_) => staged[i % 2].slice(..r.len()),
         };
         let sums = buckets::reduce::<C>(gpu, compute, &points, &sorted, &plan, probe)?;

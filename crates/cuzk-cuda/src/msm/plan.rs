@@ -29,9 +29,14 @@ pub struct Plan {
     pub c: u32,
     /// Windows, `ceil(256 / c)` (signed digits of a 255-bit scalar never carry out of the top one).
     pub windows: u32,
-    /// Buckets per window, `2^(c-1)`.
+    /// Buckets per set, `2^(c-1)`.
     pub half: u32,
-    /// Segments per window in the window reduction (a power of two dividing `half`).
+    /// Windows per bucket set: the multiples per point of the bases' table (`2^(c·j)·P` for
+    /// `j < multiples`), 1 without a table.
+    pub multiples: u32,
+    /// Bucket sets, `ceil(windows / multiples)`: combined on the host as `Σ_s 2^(c·multiples·s)·S_s`.
+    pub sets: u32,
+    /// Segments per set in the window reduction (a power of two dividing `half`).
     pub segments: u32,
     /// Threads of the first summing round: the windows' entries are cut into this many equal pieces
     /// (fewer when there are fewer entries than pieces).
@@ -48,9 +53,15 @@ impl Plan {
         log_n.saturating_sub(7).clamp(4, 16)
     }
 
-    /// The plan for a batch of `n` points.
+    /// The plan for a batch of `n` points, a bucket set per window.
     pub fn new(n: usize, window_bits: Option<u32>) -> Result<Self, CudaError> {
-        let c = window_bits.unwrap_or_else(|| Self::default_window(n));
+        Self::with_multiples(n, window_bits.unwrap_or_else(|| Self::default_window(n)), 1)
+    }
+
+    /// The plan for a batch of `n` points whose bases come with a table of `multiples` multiples per
+    /// point, `2^(c·j)·P` for `j < multiples`: windows go `multiples` to a bucket set. Fails unless
+    /// `c` is 2..=24 and `multiples` is 1..=windows.
+    pub fn with_multiples(n: usize, c: u32, multiples: u32) -> Result<Self, CudaError> {
         if !(2..=MAX_WINDOW_BITS).contains(&c) {
             return Err(CudaError::Size {
                 op: "msm",
@@ -59,6 +70,14 @@ impl Plan {
             });
         }
         let windows = 256u32.div_ceil(c);
+        if !(1..=windows).contains(&multiples) {
+            return Err(CudaError::Size {
+                op: "msm",
+                size: multiples as usize,
+                reason: "multiples per point must be 1..=windows",
+            });
+        }
+        let sets = windows.div_ceil(multiples);
         let half = 1u32 << (c - 1);
         // Buckets per segment. A thread adds two points per bucket of its segment, one after the other,
         // then multiplies by the segment's offset. Below 2^15 buckets in all, the few threads are bound
@@ -66,7 +85,7 @@ impl Plan {
         // 16). From 2^15 up the GPU is busy anyway and the offset multiplications cost: at least 16
         // buckets per segment, at most 64, about 2^16 threads (2^20 points: 0.99 ms with 16, 1.20 ms
         // with 4).
-        let buckets = windows as u64 * half as u64;
+        let buckets = sets as u64 * half as u64;
         let per = if buckets < 1 << 15 { 2 } else { (buckets >> 16).clamp(16, 64).next_power_of_two() };
         let per = per.min(half as u64) as u32;
         let segments = half / per;
@@ -76,15 +95,15 @@ impl Plan {
             .map_err(|_| CudaError::Size { op: "msm", size: n, reason: "batch too large for one launch" })?;
         // Up to 16 ones per thread when all n scalars are 1, with at most 2^16 threads.
         let ones_threads = (n as u64 / 16).next_power_of_two().clamp(BLOCK as u64, 1 << 16) as u32;
-        Ok(Self { c, windows, half, segments, pieces, ones_threads })
+        Ok(Self { c, windows, half, multiples, sets, segments, pieces, ones_threads })
     }
 
-    /// The windows' buckets, `windows * 2^(c-1)`; the list of ones follows them as one more bucket.
+    /// The sets' buckets, `sets * 2^(c-1)`; the list of ones follows them as one more bucket.
     pub fn window_buckets(&self) -> u32 {
-        self.windows * self.half
+        self.sets * self.half
     }
 
-    /// Buckets sorted into, the windows' and the ones.
+    /// Buckets sorted into, the sets' and the ones.
     pub fn buckets(&self) -> u32 {
         self.window_buckets() + 1
     }
@@ -114,7 +133,19 @@ mod tests {
                 assert!((p.buckets() as u64) < 1 << 32);
             }
         }
+        for c in [2u32, 9, 16, 22, 24] {
+            let windows = 256u32.div_ceil(c);
+            for m in [1, 2, 3, windows] {
+                let p = Plan::with_multiples(1 << 20, c, m).unwrap();
+                assert_eq!((p.multiples, p.sets), (m, windows.div_ceil(m)), "{p:?}");
+                assert!(p.sets * p.multiples >= p.windows && (p.sets - 1) * p.multiples < p.windows, "{p:?}");
+                assert!(p.segments.is_power_of_two() && p.half.is_multiple_of(p.segments), "{p:?}");
+            }
+            assert!(Plan::with_multiples(10, c, 0).is_err());
+            assert!(Plan::with_multiples(10, c, windows + 1).is_err());
+        }
         assert_eq!(Plan::new(1 << 24, None).unwrap().c, 16);
+        assert_eq!(Plan::new(1 << 24, None).unwrap().sets, 16);
         assert_eq!(Plan::new(1 << 20, None).unwrap().c, 14);
         assert!(Plan::new(10, Some(1)).is_err());
         assert!(Plan::new(10, Some(25)).is_err());

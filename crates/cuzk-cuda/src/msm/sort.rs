@@ -1,5 +1,6 @@
-//! The counting sort of one batch: each scalar's signed digits (one per window) become (point, sign)
-//! entries of the bucket their digit names; a histogram of the digits, its scan into bucket offsets,
+//! The counting sort of one batch: each scalar's signed digits (one per window) become (base, sign)
+//! entries of the bucket their digit names (the base is the point, or with a table the point's
+//! multiple for the digit's window); a histogram of the digits, its scan into bucket offsets,
 //! and a scatter put the entries in bucket order. Scalars 0 make no entries, scalars 1 one entry in
 //! the extra bucket after the windows' (the ones, summed apart by a batch addition).
 
@@ -86,15 +87,16 @@ pub(crate) fn sort(
         return Err(CudaError::Size { op: "msm", size: n, reason: "batch over 2^32 bucket entries" });
     }
     let buckets = plan.buckets() as usize;
-    let (c, windows) = (plan.c, plan.windows);
+    let windows = plan.windows;
+    let digits = k::Digits { c: plan.c, windows, m: plan.multiples };
     let batch = BatchScalars { scalars, select, n };
     let mut count = gpu.scratch().take_zeroed::<u32>(stream, buckets)?;
-    k::count(gpu, stream, batch, c, windows, &mut count, probe)?;
+    k::count(gpu, stream, batch, digits, &mut count, probe)?;
     let off = scan(gpu, stream, &count, probe)?;
     let mut cursor = gpu.scratch().take::<u32>(stream, buckets)?;
     stream.memcpy_dtod(&*off, &mut *cursor).during("copying bucket offsets")?;
     // Only the counted entries are written, and nothing reads past them.
     let mut entries = gpu.scratch().take::<u32>(stream, windows as usize * n)?;
-    k::scatter(gpu, stream, batch, c, windows, &mut cursor, &mut entries, probe)?;
+    k::scatter(gpu, stream, batch, digits, &mut cursor, &mut entries, probe)?;
     Ok(Sorted { seg: Segments { count, off }, entries })
 }

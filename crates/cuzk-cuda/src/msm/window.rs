@@ -33,10 +33,12 @@ pub(crate) fn to_ark<C: Curve>(p: &Xyzz<C>) -> Result<Projective<C>, LayoutError
     Ok(Projective::<C>::new_unchecked(jx, jy, z))
 }
 
-/// Σ_w 2^(c·w)·W_w plus the ones bucket, from a batch's window sums (waits for their copy).
+/// Σ_s 2^(c·m·s)·S_s (`m` the windows per bucket set) plus the ones bucket, from a batch's set sums
+/// (waits for their copy).
 pub(crate) fn combine<C: Curve>(host: &PinnedHostSlice<u8>, plan: &Plan) -> Result<Projective<C>, CudaError> {
     let bytes = host.as_slice().during("reading window sums")?;
-    let windows = plan.windows as usize;
+    let windows = plan.sets as usize;
+    let shift = plan.c * plan.multiples;
     let size = std::mem::size_of::<Xyzz<C>>();
     if bytes.len() != (windows + 1) * size {
         return Err(CudaError::Length {
@@ -52,7 +54,7 @@ pub(crate) fn combine<C: Curve>(host: &PinnedHostSlice<u8>, plan: &Plan) -> Resu
     };
     let mut acc = Projective::<C>::zero();
     for w in (0..windows).rev() {
-        for _ in 0..plan.c {
+        for _ in 0..shift {
             acc.double_in_place();
         }
         acc += to_ark::<C>(&point(w))?;
