@@ -244,6 +244,11 @@ pub(crate) struct Workload {
     /// the device evaluation buys).
     #[arg(long, requires = "witness_only")]
     pub(crate) host_evaluation: bool,
+    /// On a GPU, give the key's MSMs no tables of precomputed multiples (to measure what the tables
+    /// buy). By default this command, which loads one key, has them built where device memory allows
+    /// (the engine's own default, for processes holding several keys, is without).
+    #[arg(long)]
+    pub(crate) no_msm_tables: bool,
     /// Use a timing key instead of a setup: the real key's shape and points at infinity, made in
     /// seconds even at 2^24 rows, but its proofs do not verify. Instead of the self-check, every
     /// proof is compared with ark-groth16's proof for the key in closed form (see

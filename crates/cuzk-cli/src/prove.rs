@@ -234,6 +234,7 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
     let config = Config {
         cuda_devices: w.devices.clone(),
         evaluate_on_device: !w.host_evaluation,
+        msm_tables: !w.no_msm_tables,
         ..Config::default().with_backend(w.backend)
     };
     let engine = Engine::new(Config { verify_proofs: config.verify_proofs && !w.timing_key, ..config })?;
@@ -254,6 +255,18 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
             (_, false) => engine.load_key(engine_pk)?,
         }
     };
+    if !w.json {
+        for (device, t) in key.msm_tables() {
+            eprintln!(
+                "note: GPU {device}: MSM {} has a table of {} multiples at {}-bit windows ({:.2} GB, built in {:.1} s)",
+                t.msm,
+                t.table.multiples,
+                t.table.window_bits,
+                t.device_bytes as f64 / 1e9,
+                t.build.as_secs_f64()
+            );
+        }
+    }
     let randomness: Vec<(Fr, Fr)> =
         (0..partitions.len()).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
     let per_proof = w.partitions as usize;

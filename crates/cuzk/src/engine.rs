@@ -166,6 +166,13 @@ impl Engine {
     /// The key has no shape, so its partitions are synthesized in full; see
     /// [`Engine::load_key_with_shape`] and [`Engine::load_key_from_store`] for witness-only synthesis.
     pub fn load_key(&self, pk: ProvingKey<Bls12_381>) -> Result<Key, Error> {
+        self.load_key_beside(pk, None)
+    }
+
+    /// [`Engine::load_key`], leaving room on each GPU for `shape` (uploaded next): the MSM tables
+    /// ([`Config::msm_tables`]) take only memory that neither needs.
+    fn load_key_beside(&self, pk: ProvingKey<Bls12_381>, shape: Option<&R1csShape>) -> Result<Key, Error> {
+        let shape_bytes = shape.map_or(0, cuzk_cuda::GpuShape::device_bytes_of);
         let inner = match &self.backend {
             Backends::Cpu(b) => KeyInner::Cpu(PreparedKey::new(b, pk)?),
             Backends::Cuda(backends) => {
@@ -174,9 +181,13 @@ impl Engine {
                     reason: "the engine has no CUDA device".into(),
                 })?;
                 // The other devices take a copy each, one at a time; the first takes the key itself.
-                let others =
-                    rest.iter().map(|b| CudaKey::load(b, pk.clone())).collect::<Result<Vec<_>, _>>()?;
-                let first = CudaKey::load(first, pk)?;
+                // Tables leave room for the shape, when one follows.
+                let tables = self.config.msm_tables.then_some(shape_bytes);
+                let others = rest
+                    .iter()
+                    .map(|b| CudaKey::load(b, pk.clone(), tables))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let first = CudaKey::load(first, pk, tables)?;
                 KeyInner::Cuda(CudaKeys { first, others, next: std::sync::atomic::AtomicUsize::new(0) })
             }
         };
@@ -199,7 +210,7 @@ impl Engine {
         pk: ProvingKey<Bls12_381>,
         shape: Arc<R1csShape>,
     ) -> Result<Key, Error> {
-        Ok(self.host_shape_as_needed(self.load_key(pk)?.with_shape(shape)?))
+        Ok(self.host_shape_as_needed(self.load_key_beside(pk, Some(&shape))?.with_shape(shape)?))
     }
 
     /// `key` without the shape's matrices on the host when this engine evaluates them on the GPUs
@@ -232,7 +243,7 @@ impl Engine {
         let (pk, report) = store.load(shape_id)?;
         let shape =
             if store.contains_shape(shape_id)? { Some(Arc::new(store.load_shape(shape_id)?)) } else { None };
-        let key = self.load_key(pk)?;
+        let key = self.load_key_beside(pk, shape.as_deref())?;
         let key = match shape {
             Some(shape) => self.host_shape_as_needed(key.with_shape(shape)?),
             None => key,

@@ -37,17 +37,50 @@ pub(crate) fn reserve_slots(
 pub(crate) struct CudaKey {
     pub(crate) key: PreparedKey<CudaBackend>,
     pub(crate) backend: Arc<CudaBackend>,
+    /// The MSMs given tables of precomputed multiples on this GPU.
+    pub(crate) tables: Vec<cuzk_cuda::TableReport>,
 }
+
+/// Partitions' buffers a key's MSM tables leave room for on each GPU (two GPU workers, each with one
+/// partition uploading while one proves).
+const TABLE_KEEP_SLOTS: usize = 4;
 
 impl CudaKey {
     /// Makes `pk` resident on `backend`'s GPU with the MSMs' buffers and one partition's device
     /// buffers reserved: a key whose partitions cannot fit beside it is refused here, and proofs
-    /// allocate nothing.
-    pub(crate) fn load(backend: &Arc<CudaBackend>, pk: ProvingKey<Bls12_381>) -> Result<Self, Error> {
-        let key = PreparedKey::new(&**backend, pk)?;
+    /// allocate nothing. With `tables: Some(keep)`, the MSMs get tables of precomputed multiples in
+    /// the memory that `keep` bytes (a recorded shape to come) and [`TABLE_KEEP_SLOTS`] partitions
+    /// leave ([`CudaBackend::precompute_tables`]).
+    pub(crate) fn load(
+        backend: &Arc<CudaBackend>,
+        pk: ProvingKey<Bls12_381>,
+        tables: Option<usize>,
+    ) -> Result<Self, Error> {
+        let mut key = PreparedKey::new(&**backend, pk)?;
+        let tables = if let Some(keep) = tables {
+            let slot = cuzk_cuda::arena::slot_bytes(key.domain_size(), key.variables());
+            let keep = slot.saturating_mul(TABLE_KEEP_SLOTS).saturating_add(keep);
+            let built = backend
+                .precompute_tables(&mut key, keep, cuzk_cuda::TABLE_MIN_POINTS)
+                .map_err(|e| device_error("precompute_tables", e))?;
+            for t in &built {
+                tracing::info!(
+                    device = backend.gpu().info().ordinal,
+                    msm = t.msm,
+                    window_bits = t.table.window_bits,
+                    multiples = t.table.multiples,
+                    device_bytes = t.device_bytes,
+                    build_ms = t.build.as_millis() as u64,
+                    "MSM table built"
+                );
+            }
+            built
+        } else {
+            Vec::new()
+        };
         backend.reserve_msm_workspace(&key).map_err(|e| device_error("reserve_msm_workspace", e))?;
         reserve_slots(backend, &key, 1)?;
-        Ok(Self { key, backend: backend.clone() })
+        Ok(Self { key, backend: backend.clone(), tables })
     }
 }
 
@@ -373,6 +406,19 @@ impl Key {
     /// Device bytes the key's recorded shape holds on each GPU (0 where it is not resident).
     pub fn shape_device_bytes(&self) -> u64 {
         self.device_shapes.as_ref().and_then(|s| s.first()).map_or(0, |s| s.device_bytes() as u64)
+    }
+
+    /// The MSMs given tables of precomputed multiples, per GPU ordinal (none on the CPU backend, or
+    /// with [`crate::Config::msm_tables`] off): which MSM, the table's window width and multiples, the
+    /// device bytes it takes and how long it took to build.
+    pub fn msm_tables(&self) -> Vec<(usize, cuzk_cuda::TableReport)> {
+        let KeyInner::Cuda(keys) = &*self.inner else { return Vec::new() };
+        keys.iter()
+            .flat_map(|k| {
+                let device = k.backend.gpu().info().ordinal;
+                k.tables.iter().map(move |t| (device, t.clone()))
+            })
+            .collect()
     }
 
     /// What this key does less well than a key resident in full: bases streamed from host memory
