@@ -74,21 +74,18 @@ impl CudaBackend {
         }
         for &(window_bits, multiples) in TABLE_CHOICES {
             let multiples = multiples.min(256u32.div_ceil(window_bits));
-            let bytes = bases.kept() as u64
-                * u64::from(multiples)
-                * std::mem::size_of::<crate::GpuAffine<C>>() as u64;
+            let bytes = bases.table_bytes(multiples);
             let (free, _) = self.gpu().memory()?;
-            let spare = free.saturating_sub(MSM_RESERVE).saturating_sub(keep_free) as u64;
+            let spare = free.saturating_sub(MSM_RESERVE).saturating_sub(keep_free);
             // The old points stay until the table is built, then go: the table needs its own size.
             if bytes > spare {
                 continue;
             }
             let start = std::time::Instant::now();
             bases.precompute(self.gpu(), window_bits, multiples)?;
-            let table = Table { window_bits, multiples };
             return Ok(Some(TableReport {
                 msm,
-                table,
+                table: Table { window_bits, multiples },
                 device_bytes: bases.device_bytes(),
                 build: start.elapsed(),
             }));

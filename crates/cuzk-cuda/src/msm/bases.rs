@@ -53,7 +53,7 @@ pub struct GpuBases<C: Curve> {
     len: usize,
     /// With a table: the window width it was built for and the multiples per point (`points` then
     /// holds `kept * multiples` points, point-major).
-    table: Option<(u32, u32)>,
+    table: Option<Table>,
 }
 
 /// The precomputed multiples of [`GpuBases`], as [`GpuBases::table`] reports them.
@@ -102,7 +102,7 @@ impl<C: Curve> GpuBases<C> {
                 reason: "bases kept in host memory take no table",
             });
         };
-        let old = self.table.map_or(1, |(_, m)| m);
+        let old = self.table.map_or(1, |t| t.multiples);
         if self.kept == 0 || (old == 1 && multiples == 1) {
             self.table = None;
             return Ok(());
@@ -113,7 +113,7 @@ impl<C: Curve> GpuBases<C> {
                 size: self.kept,
                 reason: "more than 2^31 table points",
             })?;
-        let bytes = len * std::mem::size_of::<GpuAffine<C>>();
+        let bytes = self.table_bytes(multiples);
         let (free, _) = gpu.memory()?;
         if bytes.saturating_add(MSM_RESERVE) > free {
             return Err(CudaError::OutOfMemory { what: "an MSM table", need: bytes + MSM_RESERVE, free });
@@ -124,13 +124,18 @@ impl<C: Curve> GpuBases<C> {
         crate::kernels::msm::table(ck, stream, points, old, self.kept, window_bits, multiples, &mut table)?;
         stream.synchronize().during("building an MSM table")?;
         self.points = Stored::Device(table);
-        self.table = (multiples > 1).then_some((window_bits, multiples));
+        self.table = (multiples > 1).then_some(Table { window_bits, multiples });
         Ok(())
     }
 
     /// The table of multiples the points were replaced by, if any.
     pub fn table(&self) -> Option<Table> {
-        self.table.map(|(window_bits, multiples)| Table { window_bits, multiples })
+        self.table
+    }
+
+    /// Device bytes a table of `multiples` multiples per kept point takes.
+    pub fn table_bytes(&self, multiples: u32) -> usize {
+        self.kept.saturating_mul(multiples as usize).saturating_mul(std::mem::size_of::<GpuAffine<C>>())
     }
 
     /// Bytes of device memory the points (or their table) hold.
@@ -241,7 +246,7 @@ pub struct MsmBases<'a, C: Curve> {
     /// How many scalars the MSM takes.
     scalars: usize,
     /// With a table: its window width and multiples per point.
-    pub(crate) table: Option<(u32, u32)>,
+    pub(crate) table: Option<Table>,
 }
 
 impl<'a, C: Curve> MsmBases<'a, C> {

@@ -120,7 +120,7 @@ pub fn msm_start<'g, C: Curve>(
     let batch_len = config.batch.min(n);
     // A table fixes the window width; its multiples share bucket sets.
     let (plan, m) = match bases.table {
-        Some((c, m)) => (Plan::with_multiples(batch_len, c, m)?, m as usize),
+        Some(t) => (Plan::with_multiples(batch_len, t.window_bits, t.multiples)?, t.multiples as usize),
         None => (Plan::new(batch_len, config.window_bits)?, 1),
     };
     let ranges: Vec<std::ops::Range<usize>> =
