@@ -6,7 +6,8 @@
 //!   Filecoin's prover id is its unsigned LEB128 bytes, left-aligned in 32 zero bytes).
 //! - PoSt: `{"randomness": "<64 hex>", "prover_id": "<64 hex>" (or "miner_id": N), "vanilla_proofs":
 //!   ["<hex of each vanilla proof, bincode as the proofs API returns it>", ...]}`, and for one WindowPoSt
-//!   partition `"partition_index": K`.
+//!   partition `"partition_index": K` (the vanilla proofs are then that partition's sectors only, as for
+//!   Filecoin's `generate_single_window_post_with_vanilla`).
 
 use std::collections::BTreeMap;
 

@@ -150,6 +150,19 @@ impl TestSector {
         .map_err(fail("verify_seal"))
     }
 
+    /// The leaves a PoSt with `randomness` challenges in this sector, in order.
+    pub fn post_challenges(
+        &self,
+        post: RegisteredPoStProof,
+        randomness: &ChallengeSeed,
+    ) -> Result<Vec<u64>, Error> {
+        let id = SectorId::from(self.info.sector_id);
+        let mut challenges =
+            generate_fallback_sector_challenges(post, randomness, &[id], self.info.prover_id)
+                .map_err(fail("PoSt challenges"))?;
+        challenges.remove(&id).ok_or_else(|| Error::Filecoin("no challenges for the sector".into()))
+    }
+
     /// The vanilla proof of this sector for a PoSt with `randomness` (one sector's challenges).
     pub fn vanilla_post(
         &self,
@@ -157,13 +170,10 @@ impl TestSector {
         randomness: &ChallengeSeed,
     ) -> Result<Vec<u8>, Error> {
         let id = SectorId::from(self.info.sector_id);
-        let challenges = generate_fallback_sector_challenges(post, randomness, &[id], self.info.prover_id)
-            .map_err(fail("PoSt challenges"))?;
-        let ours =
-            challenges.get(&id).ok_or_else(|| Error::Filecoin("no challenges for the sector".into()))?;
+        let ours = self.post_challenges(post, randomness)?;
         let replica =
             PrivateReplicaInfo::new(post, self.info.comm_r, self.dir.join("cache"), self.dir.join("sealed"));
-        generate_single_vanilla_proof(post, id, &replica, ours).map_err(fail("vanilla PoSt proof"))
+        generate_single_vanilla_proof(post, id, &replica, &ours).map_err(fail("vanilla PoSt proof"))
     }
 
     /// Filecoin's PoSt verifier on `proof`, a PoSt of this sector alone.

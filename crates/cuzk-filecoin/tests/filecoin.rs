@@ -14,8 +14,8 @@ use common::{filecoin_env, TempDir};
 use cuzk::{Config, Engine};
 use cuzk_filecoin::{
     ensure_parameters, post, post_circuits, prove_circuits, random_field_bytes, seal_circuits,
-    seal_commit_phase2, Error, FilecoinCircuit, FilecoinKey, Partitions, ProofType, RegisteredPoStProof,
-    RegisteredSealProof, SectorId, TestSector,
+    seal_commit_phase2, Error, FilecoinCircuit, FilecoinKey, Partitions, PoStType, ProofType,
+    RegisteredPoStProof, RegisteredSealProof, SectorId, TestSector,
 };
 use ff::Field;
 
@@ -96,10 +96,36 @@ fn post_end_to_end(test: &str, post_proof: RegisteredPoStProof) {
         assert!(!matches!(sector.verify_post(post_proof, &randomness, &flipped(&fresh, at)), Ok(true)));
     }
 
-    // Bad input: another prover's randomness, garbage bytes, no proofs, a seal key.
-    let other = random_field_bytes(&mut rng);
-    let e = post(&engine, &key, &other, prover, &vanilla, Partitions::All).expect_err("other randomness");
-    println!("other randomness: {e}");
+    // One partition, as curio asks for it: partition 0 of a one-sector PoSt is the whole PoSt.
+    if post_proof.typ() == PoStType::Window {
+        let one =
+            post(&engine, &key, &randomness, prover, &vanilla, Partitions::One(0)).expect("partition 0");
+        assert!(sector.verify_post(post_proof, &randomness, &one).expect("verify"), "partition 0 refused");
+        let later =
+            post(&engine, &key, &randomness, prover, &vanilla, Partitions::One(3)).expect("partition 3");
+        assert_eq!(later.len(), 192);
+        let two = vec![vanilla[0].clone(); 3];
+        let e =
+            post(&engine, &key, &randomness, prover, &two, Partitions::One(0)).expect_err("too many sectors");
+        assert!(e.to_string().contains("at most 2 sectors"), "{e}");
+    }
+
+    // Other randomness is refused, even when its first challenge is the vanilla proof's first leaf
+    // (any single challenge of a 2 KiB sector matches one time in 64).
+    let challenges = sector.post_challenges(post_proof, &randomness).expect("challenges");
+    let (other, tries) = (1..)
+        .map(|n| (random_field_bytes(&mut rng), n))
+        .find(|(r, _)| sector.post_challenges(post_proof, r).expect("challenges")[0] == challenges[0])
+        .expect("an endless search");
+    println!("other randomness with the same first challenge after {tries} tries");
+    let partitions = [Partitions::All, Partitions::One(0)];
+    for partitions in &partitions[..if post_proof.typ() == PoStType::Window { 2 } else { 1 }] {
+        let e = post(&engine, &key, &other, prover, &vanilla, *partitions).expect_err("other randomness");
+        assert!(matches!(e, Error::BadInput(_)), "{e}");
+        println!("other randomness ({partitions:?}): {e}");
+    }
+
+    // Bad input: garbage bytes, no proofs, randomness that is not a field element.
     let e =
         post(&engine, &key, &randomness, prover, &[vec![7u8; 100]], Partitions::All).expect_err("garbage");
     assert!(matches!(e, Error::Decode { .. }), "{e}");
