@@ -54,6 +54,8 @@ pub(crate) struct LoadRun {
     pub(crate) budget_peak_bytes: u64,
     /// Peak resident memory of this process (the in-process daemon and the clients), bytes.
     pub(crate) peak_rss_bytes: Option<u64>,
+    /// The MSM tables of the large proofs' key (from GetStatus), one sentence each.
+    pub(crate) msm_tables: Vec<String>,
 }
 
 /// The `q` quantile of `v` by the one rule every benchmark uses ([`cuzk::quantile`]: linear between
@@ -227,6 +229,12 @@ async fn run_point(a: &DaemonArgs, addr: &str, in_flight: usize) -> Result<LoadR
     let seconds = t.elapsed().as_secs_f64();
     let urgent_latencies = urgent.await?;
     let status = c.get_status(pb::StatusRequest {}).await?.into_inner();
+    let msm_tables = status
+        .keys
+        .iter()
+        .find(|k| k.key_id == "bench-large")
+        .map(|k| k.msm_tables.clone())
+        .unwrap_or_default();
     for id in ["bench-large", "bench-urgent"] {
         let _ = c.evict_key(pb::EvictKeyRequest { key_id: id.into() }).await;
     }
@@ -251,6 +259,7 @@ async fn run_point(a: &DaemonArgs, addr: &str, in_flight: usize) -> Result<LoadR
         budget_bytes: status.budget_bytes,
         budget_peak_bytes: status.budget_peak_bytes,
         peak_rss_bytes: None,
+        msm_tables,
     })
 }
 
@@ -276,11 +285,14 @@ fn sweep(a: &DaemonArgs) -> Result<Vec<LoadRun>, CmdError> {
     runtime.block_on(async {
         let mut runs: Vec<LoadRun> = Vec::new();
         if let Some(addr) = &a.connect {
-            if !a.partition_workers.is_empty() || !a.priority_workers.is_empty() || !a.gpu_workers.is_empty()
+            if !a.partition_workers.is_empty()
+                || !a.priority_workers.is_empty()
+                || !a.gpu_workers.is_empty()
+                || a.msm_tables
             {
                 return Err(
-                    "--partition-workers, --priority-workers and --gpu-workers sweep an in-process daemon; \
-                            a running one keeps its own"
+                    "--partition-workers, --priority-workers, --gpu-workers and --msm-tables set up an \
+                     in-process daemon; a running one keeps its own"
                         .into(),
                 );
             }
@@ -306,6 +318,7 @@ fn sweep(a: &DaemonArgs) -> Result<Vec<LoadRun>, CmdError> {
                 // The bench's keys are its own: made once, kept in the key directory.
                 generate_missing_keys: true,
                 backend: a.backend.clone(),
+                msm_tables: a.msm_tables,
                 ..ServiceConfig::default()
             };
             if let Some(pw) = pw {
@@ -366,6 +379,12 @@ fn table(runs: &[LoadRun]) -> String {
             size(r.budget_bytes),
             r.peak_rss_bytes.map_or("-".to_owned(), size),
         ));
+    }
+    if let Some(r) = runs.iter().find(|r| !r.msm_tables.is_empty()) {
+        out.push_str("\nMSM tables of the large proofs' key:\n");
+        for t in &r.msm_tables {
+            out.push_str(&format!("- {t}\n"));
+        }
     }
     out
 }

@@ -307,6 +307,10 @@ pub(crate) struct DaemonArgs {
     /// The in-process daemon's backend.
     #[arg(long, default_value = "auto")]
     pub(crate) backend: String,
+    /// Give the in-process daemon's keys tables of precomputed multiples for their MSMs (its
+    /// `msm_tables` setting); the report lists the tables.
+    #[arg(long)]
+    pub(crate) msm_tables: bool,
     /// The in-process daemon's key directory.
     #[arg(long, default_value = "cuzk-keys")]
     pub(crate) key_dir: PathBuf,
@@ -352,6 +356,10 @@ pub(crate) struct ServeArgs {
     /// (`--generate-missing-keys=false` undoes a configuration file's `true`).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     pub(crate) generate_missing_keys: Option<bool>,
+    /// Tables of precomputed multiples for the keys' MSMs (`--msm-tables=false` undoes a
+    /// configuration file's `true`).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub(crate) msm_tables: Option<bool>,
     /// Most proofs live or uncollected at once.
     #[arg(long)]
     pub(crate) max_jobs: Option<usize>,

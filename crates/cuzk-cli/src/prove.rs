@@ -257,14 +257,7 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
     };
     if !w.json {
         for (device, t) in key.msm_tables() {
-            eprintln!(
-                "note: GPU {device}: MSM {} has a table of {} multiples at {}-bit windows ({:.2} GB, built in {:.1} s)",
-                t.msm,
-                t.table.multiples,
-                t.table.window_bits,
-                t.device_bytes as f64 / 1e9,
-                t.build.as_secs_f64()
-            );
+            eprintln!("note: GPU {device}: {t}");
         }
     }
     let randomness: Vec<(Fr, Fr)> =

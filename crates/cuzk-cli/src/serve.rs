@@ -34,6 +34,7 @@ impl ServeArgs {
             partition_workers => partition_workers,
             priority_workers => priority_workers,
             gpu_workers => gpu_workers_per_device,
+            msm_tables => msm_tables,
             host_budget_gib => host_budget_gib,
             max_jobs => max_jobs,
             max_keys => max_keys,

@@ -32,6 +32,21 @@ pub struct TableReport {
     pub build: std::time::Duration,
 }
 
+impl std::fmt::Display for TableReport {
+    /// One sentence: `MSM h: 13 multiples at 20-bit windows, 20.94 GB, built in 6.1 s`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "MSM {}: {} multiples at {}-bit windows, {:.2} GB, built in {:.1} s",
+            self.msm,
+            self.table.multiples,
+            self.table.window_bits,
+            self.device_bytes as f64 / 1e9,
+            self.build.as_secs_f64()
+        )
+    }
+}
+
 impl CudaBackend {
     /// Gives `key`'s MSMs tables of precomputed multiples ([`GpuBases::precompute`]) while device
     /// memory allows, keeping `keep_free` bytes free beyond the MSMs' reserve (for the partitions'

@@ -39,6 +39,7 @@ pub struct Resident {
     constraints: usize,
     domain_size: usize,
     devices: usize,
+    msm_tables: Vec<String>,
     pipeline: cuzk::Pipeline<BoxedCircuit>,
 }
 
@@ -139,6 +140,8 @@ pub struct KeyView {
     pub host_bytes: u64,
     /// What the key's pipeline does less well than configured.
     pub degradations: Vec<cuzk::Degradation>,
+    /// The MSMs given tables of precomputed multiples, one sentence each.
+    pub msm_tables: Vec<String>,
 }
 
 /// The daemon.
@@ -526,6 +529,7 @@ impl Daemon {
                 live_jobs: k.pipeline.live_jobs(),
                 host_bytes: k.pipeline.key_host_bytes(),
                 degradations: k.pipeline.degradations().to_vec(),
+                msm_tables: k.msm_tables.clone(),
             })
             .collect();
         let mut jobs = lock(&self.jobs);

@@ -181,6 +181,7 @@ impl Prover for Service {
                     live_jobs: n(k.live_jobs),
                     host_bytes: k.host_bytes,
                     degradations: k.degradations.iter().map(ToString::to_string).collect(),
+                    msm_tables: k.msm_tables,
                 })
                 .collect(),
             jobs: jobs

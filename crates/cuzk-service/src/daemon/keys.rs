@@ -132,6 +132,11 @@ impl Daemon {
                 )),
                 e => ServiceError::from_engine(&format!("starting the pipeline for {shape_id}"), &e),
             })?;
+        let msm_tables: Vec<String> =
+            key.msm_tables().into_iter().map(|(device, t)| format!("GPU {device}: {t}")).collect();
+        for table in &msm_tables {
+            tracing::info!(key = key_id, table = %table, "MSM table built");
+        }
         let resident = Arc::new(Resident {
             id: key_id.to_owned(),
             kind: kind.to_owned(),
@@ -141,6 +146,7 @@ impl Daemon {
             domain_size: key.domain_size(),
             // The key's own count is 1 on the CPU (the host); the wire says GPUs.
             devices: if self.engine.cuda_devices().is_empty() { 0 } else { key.devices() },
+            msm_tables,
             pipeline,
         });
         lock(&self.keys).insert(key_id.to_owned(), resident);
