@@ -34,6 +34,10 @@ pub enum Partitions {
     One(usize),
 }
 
+/// Most partitions in one deadline's WindowPoSt (the Filecoin actors' `max_partitions_per_deadline`):
+/// a partition number beyond is refused before anything is laid out for it.
+const MAX_PARTITIONS: usize = 3000;
+
 /// Proves a WinningPoSt or WindowPoSt from its vanilla proofs, with the key of its PoSt proof type: 192
 /// bytes per partition proved.
 pub fn post(
@@ -156,9 +160,12 @@ fn post_for<Tree: Shape>(
                     vanilla.len()
                 )));
             }
-            let before = index.checked_mul(per_partition).filter(|&n| n <= 1 << 32).ok_or_else(|| {
-                Error::BadInput(format!("partition {index}: no WindowPoSt has that many partitions"))
-            })?;
+            if index >= MAX_PARTITIONS {
+                return Err(Error::BadInput(format!(
+                    "partition {index}: a deadline's WindowPoSt has at most {MAX_PARTITIONS} partitions"
+                )));
+            }
+            let before = index * per_partition;
             let laid_out = std::iter::repeat_n(sectors[0].clone(), before).chain(sectors.iter().cloned());
             (inputs(laid_out.collect(), None), vec![index])
         }

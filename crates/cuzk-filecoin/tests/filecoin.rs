@@ -108,6 +108,9 @@ fn post_end_to_end(test: &str, post_proof: RegisteredPoStProof) {
         let e =
             post(&engine, &key, &randomness, prover, &two, Partitions::One(0)).expect_err("too many sectors");
         assert!(e.to_string().contains("at most 2 sectors"), "{e}");
+        let e = post(&engine, &key, &randomness, prover, &vanilla, Partitions::One(usize::MAX))
+            .expect_err("no such partition");
+        assert!(e.to_string().contains("at most 3000 partitions"), "{e}");
     }
 
     // Other randomness is refused, even when its first challenge is the vanilla proof's first leaf
