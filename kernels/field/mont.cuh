@@ -158,11 +158,25 @@ struct alignas(16) Fp {
         }
     }
 
+    // A modulus whose lowest limbs are 1 and 2^32 - 1 (Fr's: p = 1 - 2^32 mod 2^64), so -1/p = -1 and
+    // m * p's two lowest products need no multiplication.
+    static constexpr bool LOW_ONE = P::mod(0) == 1 && P::mod(1) == 0xffffffffu;
+
     // t += m*p with m = e[0] * (-1/p) mod 2^32, which clears e[0].
+    //
+    // With LOW_ONE, m = -e[0]: m * 1 has low word m and high word 0, and m * (2^32 - 1) = m * 2^32 - m
+    // has low word -m = e[0] and high word m - 1, or 0 when m = 0; adds take the place of those four
+    // multiplications.
     __device__ __forceinline__ static void reduce_row(uint32_t (&e)[N], uint32_t (&o)[N]) {
         const uint32_t m = e[0] * P::INV;
-        ptx::mad_lo_cc(o[0], m, P::mod(1), o[0]);
-        ptx::madc_hi_cc(o[1], m, P::mod(1), o[1]);
+        if constexpr (LOW_ONE) {
+            const uint32_t hi = e[0] != 0 ? ~e[0] : 0;
+            ptx::add_cc(o[0], o[0], e[0]);
+            ptx::addc_cc(o[1], o[1], hi);
+        } else {
+            ptx::mad_lo_cc(o[0], m, P::mod(1), o[0]);
+            ptx::madc_hi_cc(o[1], m, P::mod(1), o[1]);
+        }
 #pragma unroll
         for (int j = 3; j < N; j += 2) {
             ptx::madc_lo_cc(o[j - 1], m, P::mod(j), o[j - 1]);
@@ -171,8 +185,13 @@ struct alignas(16) Fp {
             else
                 ptx::madc_hi(o[j], m, P::mod(j), o[j]);
         }
-        ptx::mad_lo_cc(e[0], m, P::mod(0), e[0]);
-        ptx::madc_hi_cc(e[1], m, P::mod(0), e[1]);
+        if constexpr (LOW_ONE) {
+            ptx::add_cc(e[0], e[0], m);
+            ptx::addc_cc(e[1], e[1], 0);
+        } else {
+            ptx::mad_lo_cc(e[0], m, P::mod(0), e[0]);
+            ptx::madc_hi_cc(e[1], m, P::mod(0), e[1]);
+        }
 #pragma unroll
         for (int j = 2; j < N; j += 2) {
             ptx::madc_lo_cc(e[j], m, P::mod(j), e[j]);

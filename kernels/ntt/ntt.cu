@@ -4,7 +4,8 @@
 // The transforms are built from passes of radix-2 stages in shared memory, decimation in time (bit-
 // reversed in, natural out) or in frequency (natural in, bit-reversed out), a bit-reversal permutation
 // that can scale by powers on the way, and elementwise scaling; crates/cuzk-cuda/src/ntt.rs composes
-// them, and the witness map chains them so that only its last step permutes.
+// them, and the witness map chains them so that only its last step permutes, turning from each
+// interpolation to its coset evaluation in one kernel (ntt_pass_turn).
 #include "field/fields.cuh"
 
 using namespace cuzk;
@@ -102,25 +103,26 @@ extern "C" __global__ void ntt_bit_reverse_tiled(Fr* x, uint32_t log_n, Fr c, co
 // stores run over 2^c consecutive elements. It brings them and the 2^k - 1 twiddles per column its
 // stages use into shared memory (element j of column q at j * 2^c + q; stage t's twiddles at
 // (2^t - 1 + p) * 2^c + q), runs the stages there and writes the elements back.
-extern "C" __global__ void ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c,
-                                   uint32_t dif) {
-    extern __shared__ Fr sh[];
+
+// The 2^k - 1 twiddles per column that stages s0 .. s0+k-1 of the block's 2^c columns use, into tws.
+__device__ __forceinline__ void load_twiddles(Fr* tws, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
+                                              uint32_t c, uint32_t low0) {
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
-    Fr* data = sh;
-    Fr* tws = sh + size;
-    const uint32_t groups = 1u << (s0 - c);  // column groups per 2^(s0+k) block of rows
-    const uint32_t low0 = (blockIdx.x & (groups - 1)) << c;
-    const size_t base = ((size_t)(blockIdx.x >> (s0 - c)) << (s0 + k)) + low0;
-    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
-        data[i] = x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))];
     for (uint32_t i = threadIdx.x; i < size - cols; i += blockDim.x) {
         const uint32_t j = (i >> c) + 1;
         const uint32_t t = 31 - __clz(j);
         const uint32_t pos = j - (1u << t);
         tws[i] = tw[((pos << s0) + low0 + (i & (cols - 1))) << (log_n - 1 - s0 - t)];
     }
-    __syncthreads();
+}
+
+// The k stages themselves on the block's elements in shared memory (data), twiddles in tws; every
+// thread of the block takes part, and the last stage is followed by a barrier.
+__device__ __forceinline__ void run_stages(Fr* data, const Fr* tws, uint32_t s0, uint32_t k, uint32_t c,
+                                           uint32_t dif) {
+    const uint32_t cols = 1u << c;
+    const uint32_t size = 1u << (k + c);
     for (uint32_t step = 0; step < k; step++) {
         const uint32_t t = dif ? k - 1 - step : step;
         for (uint32_t q = threadIdx.x; q < size / 2; q += blockDim.x) {
@@ -145,8 +147,51 @@ extern "C" __global__ void ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_
         }
         __syncthreads();
     }
+}
+
+extern "C" __global__ void ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c,
+                                   uint32_t dif) {
+    extern __shared__ Fr sh[];
+    const uint32_t cols = 1u << c;
+    const uint32_t size = 1u << (k + c);
+    Fr* data = sh;
+    Fr* tws = sh + size;
+    const uint32_t groups = 1u << (s0 - c);  // column groups per 2^(s0+k) block of rows
+    const uint32_t low0 = (blockIdx.x & (groups - 1)) << c;
+    const size_t base = ((size_t)(blockIdx.x >> (s0 - c)) << (s0 + k)) + low0;
+    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
+        data[i] = x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))];
+    load_twiddles(tws, tw, log_n, s0, k, c, low0);
+    __syncthreads();
+    run_stages(data, tws, s0, k, c, dif);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
         x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))] = data[i];
+}
+
+// The witness map's turn from interpolation to evaluation on the coset, on each block of 2^k
+// consecutive elements: the last pass of an inverse transform decimated in frequency (stages k-1 .. 0,
+// twiddles itw), the scaling of the coefficient held at index i by c * s^rev(i) (rev over log_n bits:
+// the coefficients are in bit-reversed order; the constant c is folded into the table's hi powers,
+// so an element costs two multiplications), and the first pass of a forward transform decimated in
+// time (stages 0 .. k-1, twiddles tw). The same as ntt_pass (dif), ntt_scale (bit-reversed) and
+// ntt_pass (dit) with s0 = 0, in one trip through global memory.
+extern "C" __global__ void ntt_pass_turn(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
+                                        const Fr* lo, const Fr* hi, uint32_t lo_bits) {
+    extern __shared__ Fr sh[];
+    const uint32_t size = 1u << k;
+    Fr* data = sh;
+    Fr* tws = sh + size;
+    const size_t base = (size_t)blockIdx.x << k;
+    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) data[i] = x[base + i];
+    load_twiddles(tws, itw, log_n, 0, k, 0, 0);
+    __syncthreads();
+    run_stages(data, tws, 0, k, 0, 1);
+    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
+        data[i] = data[i] * power(lo, hi, lo_bits, bit_reverse((uint32_t)base + i, log_n));
+    load_twiddles(tws, tw, log_n, 0, k, 0, 0);
+    __syncthreads();
+    run_stages(data, tws, 0, k, 0, 0);
+    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) x[base + i] = data[i];
 }
 
 // x[i] *= c (and by s^i when `powers` is set, or by s^rev(i) when `rev_bits` is not 0, rev reversing
@@ -160,9 +205,11 @@ extern "C" __global__ void ntt_scale(Fr* x, uint32_t n, Fr c, const Fr* lo, cons
     x[i] = x[i] * f;
 }
 
-// The witness map's quotient step on the coset: a[i] = (a[i] * b[i] - c[i]) * z_inv.
+// The witness map's quotient step on the coset: a[i] = (a[i] * b[i] - c[i]) * z_inv, without the last
+// multiplication when z_inv is 1 (the witness map folds it into its final scaling).
 extern "C" __global__ void quotient(Fr* a, const Fr* b, const Fr* c, Fr z_inv, uint32_t n) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    a[i] = (a[i] * b[i] - c[i]) * z_inv;
+    const Fr r = a[i] * b[i] - c[i];
+    a[i] = z_inv == Fr::one() ? r : r * z_inv;
 }

@@ -44,7 +44,7 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
     }
     let mut y = gpu.upload(s, &host)?;
     let mut z = gpu.upload(s, &host)?;
-    let zinv = GpuFr(DeviceFr::from_ark(&Fr::from(5u64)));
+    let zinv = Fr::from(5u64);
     let wm = time(b, || ntt::witness_map(gpu, s, &t, &mut x, &mut y, &mut z, zinv, &mut Probe::default()))?;
     println!("2^{log_n}: witness map transforms {wm:.3} ms");
     let br = time(b, || kernels::bit_reverse(gpu, s, &mut x, log_n, None, &mut Probe::default()))?;
@@ -66,8 +66,8 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
                 kernels::ntt_pass(gpu, s, &mut x, t.twiddles(false), log_n, s0, k, dec, &mut Probe::default())
             })?;
             println!(
-                "  {dec:?} pass s0={s0:2} k={k:2}: {ms:.3} ms ({:.1} ns per butterfly-stage)",
-                ms * 1e6 / (k as f64 * (n / 2) as f64)
+                "  {dec:?} pass s0={s0:2} k={k:2}: {ms:.3} ms ({:.1} ps per butterfly-stage)",
+                ms * 1e9 / (k as f64 * (n / 2) as f64)
             );
         }
     }
@@ -99,9 +99,9 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
                     &mut Probe::default(),
                 )
             })?;
-            let per = |ms: f64| ms * 1e6 / (k as f64 * (n / 2) as f64);
+            let per = |ms: f64| ms * 1e9 / (k as f64 * (n / 2) as f64);
             println!(
-                "  k={k:2}: first stages {first:.3} ms, last stages {last:.3} ms ({:.1} / {:.1} ns per butterfly-stage)",
+                "  k={k:2}: first stages {first:.3} ms, last stages {last:.3} ms ({:.1} / {:.1} ps per butterfly-stage)",
                 per(first),
                 per(last)
             );

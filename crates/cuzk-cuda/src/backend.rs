@@ -622,7 +622,6 @@ impl CudaBackend {
             });
         }
         let tables = self.tables(n.trailing_zeros()).map_err(device("witness_map"))?;
-        let z_inv = GpuFr(DeviceFr::from_ark(&z_inv));
         let stream = self.gpu.compute_stream();
         ntt::witness_map(&self.gpu, stream, &tables, &mut a.buf, &mut b.buf, &mut c.buf, z_inv, probe)
             .map_err(device("witness_map"))

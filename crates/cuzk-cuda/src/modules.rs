@@ -39,6 +39,8 @@ pub(crate) struct NttKernels {
     pub(crate) bit_reverse: CudaFunction,
     pub(crate) bit_reverse_tiled: CudaFunction,
     pub(crate) pass: CudaFunction,
+    /// The witness map's fused last inverse pass, coset scaling and first forward pass.
+    pub(crate) pass_turn: CudaFunction,
     pub(crate) scale: CudaFunction,
     pub(crate) quotient: CudaFunction,
 }
@@ -47,16 +49,23 @@ impl NttKernels {
     pub(crate) fn load(ctx: &Arc<CudaContext>) -> Result<Self, CudaError> {
         let m = load(ctx, ptx::NTT, "loading the NTT kernels")?;
         let pass = function(&m, "ntt_pass")?;
-        pass.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            PASS_SHARED_BYTES,
-        )
-        .during("configuring ntt_pass's shared memory")?;
+        let pass_turn = function(&m, "ntt_pass_turn")?;
+        for (f, what) in [
+            (&pass, "configuring ntt_pass's shared memory"),
+            (&pass_turn, "configuring ntt_pass_turn's shared memory"),
+        ] {
+            f.set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                PASS_SHARED_BYTES,
+            )
+            .during(what)?;
+        }
         Ok(Self {
             fill_powers: function(&m, "ntt_fill_powers")?,
             bit_reverse: function(&m, "ntt_bit_reverse")?,
             bit_reverse_tiled: function(&m, "ntt_bit_reverse_tiled")?,
             pass,
+            pass_turn,
             scale: function(&m, "ntt_scale")?,
             quotient: function(&m, "quotient")?,
         })

@@ -46,7 +46,21 @@ fn two_level(s: Fr, count: usize) -> (Vec<GpuFr>, Vec<GpuFr>, u32) {
 }
 
 fn upload_table(gpu: &Gpu, stream: &Arc<CudaStream>, s: Fr, count: usize) -> Result<PowerTable, CudaError> {
-    let (lo, hi, lo_bits) = two_level(s, count);
+    upload_scaled_table(gpu, stream, s, count, Fr::one())
+}
+
+/// The power table of `c·s^i`: `c` folded into the `hi` powers, so a power still costs one product.
+fn upload_scaled_table(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    s: Fr,
+    count: usize,
+    c: Fr,
+) -> Result<PowerTable, CudaError> {
+    let (lo, mut hi, lo_bits) = two_level(s, count);
+    for h in &mut hi {
+        *h = gpu_fr(&(h.0.to_ark_unchecked() * c));
+    }
     Ok(PowerTable { lo: gpu.upload(stream, &lo)?, hi: gpu.upload(stream, &hi)?, lo_bits })
 }
 
@@ -58,6 +72,8 @@ pub struct NttTables {
     inverse: CudaSlice<GpuFr>,
     coset: PowerTable,
     coset_inverse: PowerTable,
+    /// `g^i / n`: the witness map's scaling between its interpolations and coset evaluations.
+    coset_over_n: PowerTable,
     n_inv: GpuFr,
     one: GpuFr,
 }
@@ -97,6 +113,7 @@ impl NttTables {
             inverse,
             coset: upload_table(gpu, stream, g, n)?,
             coset_inverse: upload_table(gpu, stream, g_inv, n)?,
+            coset_over_n: upload_scaled_table(gpu, stream, g, n, n_inv)?,
             n_inv: gpu_fr(&n_inv),
             one: gpu_fr(&Fr::one()),
         })
@@ -212,14 +229,16 @@ pub fn ntt_probed(
 }
 
 /// The witness map's transforms on the GPU: `a`, `b`, `c` hold the evaluations of A·z, B·z, C·z on the
-/// domain (natural order); on return `a` holds the coefficients of `h = (A·B − C) / Z` in natural
-/// order, and `b`, `c` are clobbered.
+/// domain (natural order); on return `a` holds the coefficients of `h = (A·B − C)·z_inv` in natural
+/// order (`z_inv` the inverse of the vanishing polynomial on the coset), and `b`, `c` are clobbered.
 ///
 /// Per vector: interpolate with decimation in frequency (coefficients come out bit-reversed and `n`
 /// times too large), scale coefficient `k` by `g^k / n` where it lies, evaluate on the coset with
-/// decimation in time (natural order again); then the quotient step, and the coset interpolation of
-/// `a` whose final bit reversal scales by `g^-k / n`. Each kernel is timed into `probe` when it is
-/// enabled.
+/// decimation in time (natural order again); the last inverse pass, the scaling and the first forward
+/// pass work on the same blocks of consecutive elements and run as one kernel
+/// ([`kernels::ntt_pass_turn`]). Then the quotient step, and the coset interpolation of `a` whose
+/// final bit reversal scales by `g^-k·z_inv / n` (so the quotient step multiplies by nothing). Each
+/// kernel is timed into `probe` when it is enabled.
 #[allow(clippy::too_many_arguments)]
 pub fn witness_map(
     gpu: &Gpu,
@@ -228,21 +247,50 @@ pub fn witness_map(
     a: &mut CudaSlice<GpuFr>,
     b: &mut CudaSlice<GpuFr>,
     c: &mut CudaSlice<GpuFr>,
-    z_inv: GpuFr,
+    z_inv: Fr,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
     for x in [&*a, &*b, &*c] {
         check_len("witness_map", tables, x)?;
     }
     let log_n = tables.log_n;
+    let all = passes(log_n);
     for x in [&mut *a, &mut *b, &mut *c] {
-        stages(gpu, stream, log_n, x, &tables.inverse, Decimation::Frequency, probe)?;
-        kernels::scale(gpu, stream, x, tables.n_inv, Some(&tables.coset), true, probe)?;
-        stages(gpu, stream, log_n, x, &tables.forward, Decimation::Time, probe)?;
+        // With one element (no passes) both transforms are the identity and g^0 / n = 1.
+        if let Some((&(_, k0), rest)) = all.split_first() {
+            for &(s0, k) in rest.iter().rev() {
+                kernels::ntt_pass(
+                    gpu,
+                    stream,
+                    x,
+                    &tables.inverse,
+                    log_n,
+                    s0,
+                    k,
+                    Decimation::Frequency,
+                    probe,
+                )?;
+            }
+            kernels::ntt_pass_turn(
+                gpu,
+                stream,
+                x,
+                &tables.inverse,
+                &tables.forward,
+                log_n,
+                k0,
+                &tables.coset_over_n,
+                probe,
+            )?;
+            for &(s0, k) in rest {
+                kernels::ntt_pass(gpu, stream, x, &tables.forward, log_n, s0, k, Decimation::Time, probe)?;
+            }
+        }
     }
-    kernels::quotient(gpu, stream, a, b, c, z_inv, probe)?;
+    kernels::quotient(gpu, stream, a, b, c, tables.one, probe)?;
     stages(gpu, stream, log_n, a, &tables.inverse, Decimation::Frequency, probe)?;
-    let scale = Some(ScaleAt::Destination(tables.n_inv, Some(&tables.coset_inverse)));
+    let last = gpu_fr(&(tables.n_inv.0.to_ark_unchecked() * z_inv));
+    let scale = Some(ScaleAt::Destination(last, Some(&tables.coset_inverse)));
     kernels::bit_reverse(gpu, stream, a, log_n, scale, probe)
 }
 

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 use ark_bls12_381::{Fq, Fq2, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use ark_ec::{AffineRepr, CurveGroup};
-use ark_ff::{AdditiveGroup, Field, One, UniformRand, Zero};
+use ark_ff::{AdditiveGroup, BigInt, Field, One, UniformRand, Zero};
 use cuzk_field::{DeviceFq, DeviceFr, DeviceG1Affine, DeviceG2Affine, DeviceRepr};
 use cuzk_testkit::seeded_rng;
 use rand::{rngs::StdRng, Rng};
@@ -94,6 +94,12 @@ fn xyzz<F: Field>(x: F, y: F, zz: F, zzz: F) -> Option<(F, F)> {
 fn edge_frs() -> Vec<Fr> {
     let mut v = vec![Fr::zero(), Fr::one(), Fr::from(2u64), -Fr::one(), -Fr::from(2u64)];
     v.extend((0..256).step_by(17).map(|k| Fr::from(2u64).pow([k as u64])));
+    // Montgomery forms whose lowest 32-bit limb is 0 or 2^32 - 1: with them a multiplication's
+    // reduction rows meet m = 0 and m = 1, the edges of the kernels' shortcut for Fr's low limbs.
+    v.extend(
+        [[0, 5, 7, 9], [0xabcd_ef01_0000_0000, 1, 2, 3], [0xffff_ffff, 0, 0, 1], [u64::MAX, 3, 0, 2]]
+            .map(|limbs| Fr::new_unchecked(BigInt(limbs))),
+    );
     v
 }
 

@@ -204,6 +204,64 @@ pub fn ntt_pass(
     Ok(())
 }
 
+/// The witness map's turn from interpolation to coset evaluation: on each block of `2^k` consecutive
+/// elements of `x` (length `2^log_n`), stages `k − 1 .. 0` of an inverse transform decimated in
+/// frequency (twiddles `itw`), the coefficient at (bit-reversed) index `i` scaled by `s^rev(i)` from
+/// `coset` (whose `hi` powers carry any constant factor), and stages `0 .. k` of a forward transform
+/// decimated in time (twiddles `tw`): the same as [`ntt_pass`] (frequency), [`scale`] (bit-reversed)
+/// and [`ntt_pass`] (time) from stage 0, in one trip through device memory.
+#[allow(clippy::too_many_arguments)]
+pub fn ntt_pass_turn(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    x: &mut CudaSlice<GpuFr>,
+    itw: &CudaSlice<GpuFr>,
+    tw: &CudaSlice<GpuFr>,
+    log_n: u32,
+    k: u32,
+    coset: &PowerTable,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let n = 1usize << log_n;
+    expect_len("ntt_pass_turn", n, x.len())?;
+    for t in [itw, tw] {
+        if t.len() < (n / 2).max(1) {
+            return Err(CudaError::Length { op: "ntt_pass_turn", expected: n / 2, got: t.len() });
+        }
+    }
+    if k == 0 || k > MAX_PASS_STAGES || k > log_n {
+        return Err(CudaError::Size { op: "ntt_pass_turn", size: k as usize, reason: "stages out of range" });
+    }
+    let (lo, hi, lo_bits, _) = table_args(gpu, "ntt_pass_turn", Some(coset), n)?;
+    let tile = 1u32 << k;
+    let cfg = LaunchConfig {
+        grid_dim: ((n >> k) as u32, 1, 1),
+        block_dim: ((tile / 2).min(256), 1, 1),
+        shared_mem_bytes: 2 * tile * std::mem::size_of::<GpuFr>() as u32,
+    };
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `ntt_pass_turn(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
+    // const Fr* lo, const Fr* hi, uint32_t lo_bits)`; block b touches elements b 2^k .. (b + 1) 2^k,
+    // below n; twiddle indices are below n/2 (checked above) and the power table covers n; the shared
+    // memory is 2^k elements plus fewer twiddles, within the 64 KiB the function is configured for.
+    unsafe {
+        stream
+            .launch_builder(&gpu.ntt.pass_turn)
+            .arg(x)
+            .arg(itw)
+            .arg(tw)
+            .arg(&log_n)
+            .arg(&k)
+            .arg(lo)
+            .arg(hi)
+            .arg(&lo_bits)
+            .launch(cfg)
+    }
+    .during("ntt_pass_turn")?;
+    probe.after(gpu, stream, "ntt_pass")?;
+    Ok(())
+}
+
 /// Most stages one [`ntt_pass`] runs.
 pub const MAX_PASS_STAGES: u32 = 9;
 /// `log2` of the most elements one [`ntt_pass`] block holds.
@@ -253,7 +311,8 @@ pub fn scale(
     Ok(())
 }
 
-/// The witness map's quotient step: `a[i] = (a[i]·b[i] − c[i])·z_inv`.
+/// The witness map's quotient step: `a[i] = (a[i]·b[i] − c[i])·z_inv` (no multiplication by a `z_inv`
+/// of 1).
 pub fn quotient(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
