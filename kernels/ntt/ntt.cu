@@ -91,19 +91,6 @@ extern "C" __global__ void ntt_bit_reverse_tiled(Fr* x, uint32_t log_n, Fr c, co
     }
 }
 
-// Stages s0 .. s0+k-1 of a radix-2 NTT of 2^log_n elements, in shared memory.
-//
-// Stage s pairs elements 2^s apart; the twiddle of a pair at position p < 2^s within its group of
-// 2^(s+1) is w_(2^(s+1))^p = tw[p << (log_n - 1 - s)], tw[i] = w_n^i. With `dif` 0 the stages run
-// upwards as decimation in time (bit-reversed in, natural out: u + v*w, u - v*w); with `dif` 1 they
-// run downwards as decimation in frequency (natural in, bit-reversed out: u + v, (u - v)*w).
-//
-// The elements low + j * 2^s0 + h * 2^(s0+k) (j < 2^k) form a column that stays together for these k
-// stages. Block b takes 2^c adjacent columns (low0 .. low0 + 2^c - 1, c <= s0), so that its loads and
-// stores run over 2^c consecutive elements. It brings them and the 2^k - 1 twiddles per column its
-// stages use into shared memory (element j of column q at j * 2^c + q; stage t's twiddles at
-// (2^t - 1 + p) * 2^c + q), runs the stages there and writes the elements back.
-
 // The 2^k - 1 twiddles per column that stages s0 .. s0+k-1 of the block's 2^c columns use, into tws.
 __device__ __forceinline__ void load_twiddles(Fr* tws, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
                                               uint32_t c, uint32_t low0) {
@@ -149,6 +136,18 @@ __device__ __forceinline__ void run_stages(Fr* data, const Fr* tws, uint32_t s0,
     }
 }
 
+// Stages s0 .. s0+k-1 of a radix-2 NTT of 2^log_n elements, in shared memory.
+//
+// Stage s pairs elements 2^s apart; the twiddle of a pair at position p < 2^s within its group of
+// 2^(s+1) is w_(2^(s+1))^p = tw[p << (log_n - 1 - s)], tw[i] = w_n^i. With `dif` 0 the stages run
+// upwards as decimation in time (bit-reversed in, natural out: u + v*w, u - v*w); with `dif` 1 they
+// run downwards as decimation in frequency (natural in, bit-reversed out: u + v, (u - v)*w).
+//
+// The elements low + j * 2^s0 + h * 2^(s0+k) (j < 2^k) form a column that stays together for these k
+// stages. Block b takes 2^c adjacent columns (low0 .. low0 + 2^c - 1, c <= s0), so that its loads and
+// stores run over 2^c consecutive elements. It brings them and the 2^k - 1 twiddles per column its
+// stages use into shared memory (element j of column q at j * 2^c + q; stage t's twiddles at
+// (2^t - 1 + p) * 2^c + q), runs the stages there and writes the elements back.
 extern "C" __global__ void ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c,
                                    uint32_t dif) {
     extern __shared__ Fr sh[];
