@@ -36,6 +36,12 @@ struct Fq2 {
         const Fq t = (c0.sqr() + c1.sqr()).inverse();
         return {c0 * t, -(c1 * t)};
     }
+
+    // The same, with Fq's variable-time inversion (public data only).
+    __device__ __forceinline__ Fq2 inverse_vartime() const {
+        const Fq t = (c0.sqr() + c1.sqr()).inverse_vartime();
+        return {c0 * t, -(c1 * t)};
+    }
 };
 
 // Karatsuba: (a0 + a1 u)(b0 + b1 u) = (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u.

@@ -9,6 +9,8 @@
 
 namespace cuzk {
 
+__device__ __forceinline__ uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+
 // Field parameters: P provides N, INV (-p^-1 mod 2^32) and limb accessors mod(i), one(i) (R mod p),
 // r2(i) (R^2 mod p) and mod_minus_2(i).
 template <class P>
@@ -221,6 +223,92 @@ struct alignas(16) Fp {
 #pragma unroll
         for (int i = 0; i < N; i++) e[i] = P::mod_minus_2(i);
         return pow(e);
+    }
+
+    // 1/x by the binary extended Euclidean algorithm; the inverse of 0 is 0. Variable time (for public
+    // data only, such as the MSM's points); a step is shifts, subtractions and selects and one row of
+    // multiplications, a few times cheaper in all than Fermat's 381 squarings.
+    //
+    // With A = x's limbs (x R mod p), u = A, v = p, x1 = R^2 mod p and x2 = 0 keep x1 A = u R^2 and
+    // x2 A = v R^2 (mod p), gcd(u, v) = 1 and v odd. A step strips u's trailing zeros, k at a time
+    // (x1 / 2^k: x1 + m p with m = -x1/p mod 2^k, shifted; below 2p, then reduced), makes u >= v by
+    // swapping the pairs, and subtracts v from u and x2 from x1, which leaves u even. When u or v
+    // reaches 1 its x is R^2 / A = R / x, the Montgomery form of 1/x. About 0.7 steps per bit.
+    __device__ __forceinline__ Fp inverse_vartime() const {
+        if (is_zero()) return zero();
+        const uint32_t(&limbs)[N] = this->v;
+        uint32_t u[N], v[N], x1[N], x2[N];
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            u[i] = limbs[i];
+            v[i] = P::mod(i);
+            x1[i] = P::r2(i);
+            x2[i] = 0;
+        }
+        for (;;) {
+            // u >>= k and x1 /= 2^k for u's trailing zeros, at most 31 at a time.
+            const uint32_t k = min_u32(ptx::ctz(u[0]), 31);
+            const uint32_t m = (x1[0] * P::INV) & ((1u << k) - 1);
+            uint32_t hi;
+            ptx::mad_lo_cc(x1[0], m, P::mod(0), x1[0]);
+#pragma unroll
+            for (int i = 1; i < N; i++) ptx::madc_lo_cc(x1[i], m, P::mod(i), x1[i]);
+            ptx::addc(hi, 0, 0);
+            ptx::add_cc(x1[0], x1[0], 0);
+#pragma unroll
+            for (int i = 1; i < N; i++) ptx::madc_hi_cc(x1[i], m, P::mod(i - 1), x1[i]);
+            ptx::madc_hi(hi, m, P::mod(N - 1), hi);
+#pragma unroll
+            for (int i = 0; i < N - 1; i++) {
+                x1[i] = ptx::shr_pair(x1[i], x1[i + 1], k);
+                u[i] = ptx::shr_pair(u[i], u[i + 1], k);
+            }
+            x1[N - 1] = ptx::shr_pair(x1[N - 1], hi, k);
+            u[N - 1] >>= k;
+            reduce_once(x1, 0);
+            uint32_t u_rest = u[0] ^ 1;
+#pragma unroll
+            for (int i = 1; i < N; i++) u_rest |= u[i];
+            if (u_rest == 0) break;
+            if (!(u[0] & 1)) continue;  // a limb of zeros: more to strip
+            // Both odd: swap so that u >= v, then u -= v, x1 -= x2 (mod p).
+            uint32_t t[N], less;
+            ptx::sub_cc(t[0], u[0], v[0]);
+#pragma unroll
+            for (int i = 1; i < N; i++) ptx::subc_cc(t[i], u[i], v[i]);
+            ptx::subc(less, 0, 0);
+#pragma unroll
+            for (int i = 0; i < N; i++) {
+                const uint32_t du = (u[i] ^ v[i]) & less, dx = (x1[i] ^ x2[i]) & less;
+                u[i] ^= du;
+                v[i] ^= du;
+                x1[i] ^= dx;
+                x2[i] ^= dx;
+            }
+            uint32_t v_rest = v[0] ^ 1;
+#pragma unroll
+            for (int i = 1; i < N; i++) v_rest |= v[i];
+            if (v_rest == 0) {
+#pragma unroll
+                for (int i = 0; i < N; i++) x1[i] = x2[i];
+                break;
+            }
+            uint32_t borrow;
+            ptx::sub_cc(u[0], u[0], v[0]);
+#pragma unroll
+            for (int i = 1; i < N; i++) ptx::subc_cc(u[i], u[i], v[i]);
+            ptx::sub_cc(x1[0], x1[0], x2[0]);
+#pragma unroll
+            for (int i = 1; i < N; i++) ptx::subc_cc(x1[i], x1[i], x2[i]);
+            ptx::subc(borrow, 0, 0);
+            ptx::add_cc(x1[0], x1[0], P::mod(0) & borrow);
+#pragma unroll
+            for (int i = 1; i < N; i++) ptx::addc_cc(x1[i], x1[i], P::mod(i) & borrow);
+        }
+        Fp r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = x1[i];
+        return r;
     }
 
     // Canonical value in, Montgomery form out: x * R^2 / R.

@@ -53,7 +53,25 @@ __device__ __forceinline__ void madc_hi(uint32_t& d, uint32_t a, uint32_t b, uin
     asm volatile("madc.hi.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
 }
 
+// Trailing zero bits of x (32 for 0).
+__device__ __forceinline__ uint32_t ctz(uint32_t x) {
+    uint32_t r;
+    asm("brev.b32 %0, %1;\n\tclz.b32 %0, %0;" : "=r"(r) : "r"(x));
+    return r;
+}
+// The low word of (hi:lo) >> (k mod 32).
+__device__ __forceinline__ uint32_t shr_pair(uint32_t lo, uint32_t hi, uint32_t k) {
+    uint32_t r;
+    asm("shf.r.wrap.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(k));
+    return r;
+}
+
 #else
+
+inline uint32_t ctz(uint32_t x) { return x ? (uint32_t)__builtin_ctz(x) : 32; }
+inline uint32_t shr_pair(uint32_t lo, uint32_t hi, uint32_t k) {
+    return (uint32_t)((((uint64_t)hi << 32) | lo) >> (k & 31));
+}
 
 // Host emulation: one carry flag per thread, as on the device.
 inline thread_local uint32_t carry_flag = 0;

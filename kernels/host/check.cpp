@@ -5,13 +5,18 @@
 //
 // Protocol (little-endian 32-bit words on stdin and stdout): the word n, then five sections of n input
 // pairs each; for every pair the outputs listed below, in order.
-//   Fr, Fq, Fq2 pairs (a, b): a + b, a - b, a * b, a^2.
+//   Fr, Fq, Fq2 pairs (a, b): a + b, a - b, a * b, a^2, 1/a (variable time; 0 for 0).
 //   G1, G2 pairs of affine points (p, q) and a word k: in XYZZ (X, Y, ZZ, ZZZ): p + q (mixed),
 //   2p + q (mixed, ZZ != 1), 2p + 2q (full), 4p (doubling), k * p.
+// Then the MSM's batched affine round over G1 (msm/batch.cuh, BATCH_CHAINS chains per thread): the word
+// `cases`, and per case the words threads, points, buckets, then the points (affine), each bucket's
+// entry count and the entries (point index | sign << 31, sorted by bucket). Out: each bucket's sum (the
+// round's partials added as the later rounds do), in XYZZ.
 #include <cstdio>
 #include <vector>
 
 #include "curve/xyzz.cuh"
+#include "msm/batch.cuh"
 
 using namespace cuzk;
 
@@ -34,6 +39,7 @@ static bool fields(uint32_t n) {
         write(a - b);
         write(a * b);
         write(a.sqr());
+        write(a.inverse_vartime());
     }
     return true;
 }
@@ -55,9 +61,51 @@ static bool curve(uint32_t n) {
     return true;
 }
 
+constexpr uint32_t BATCH_CHAINS = 4;
+
+static bool batch_round() {
+    uint32_t cases;
+    if (!read(cases)) return false;
+    for (uint32_t c = 0; c < cases; c++) {
+        uint32_t threads, points, buckets;
+        if (!read(threads) || !read(points) || !read(buckets) || threads == 0 || buckets == 0) return false;
+        std::vector<G1Affine> bases(points);
+        for (auto& p : bases)
+            if (!read(p)) return false;
+        std::vector<uint32_t> count(buckets), off(buckets);
+        uint32_t total = 0;
+        for (uint32_t b = 0; b < buckets; b++) {
+            if (!read(count[b])) return false;
+            off[b] = total;
+            total += count[b];
+        }
+        std::vector<uint32_t> entries(total);
+        for (auto& e : entries)
+            if (!read(e) || (e & 0x7fffffffu) >= points) return false;
+        const uint32_t pieces = threads * BATCH_CHAINS;
+        std::vector<G1Affine> acc(pieces);
+        std::vector<Fq> prefix(pieces);
+        std::vector<Chain> chains(pieces);
+        std::vector<G1Xyzz> out(pieces + buckets, G1Xyzz::identity());
+        for (uint32_t t = 0; t < threads; t++)
+            sum_batch<Fq>(t, threads, BATCH_CHAINS, bases.data(), entries.data(), count.data(), off.data(), buckets,
+                          ChainScratch<Fq>{acc.data(), prefix.data(), chains.data()}, out.data());
+        uint32_t ignored;
+        const uint32_t L = first_piece(count.data(), off.data(), buckets, pieces, ignored);
+        for (uint32_t b = 0; b < buckets; b++) {
+            G1Xyzz sum = G1Xyzz::identity();
+            if (count[b] > 0)
+                for (uint32_t q = off[b] / L; q <= (off[b] + count[b] - 1) / L; q++) sum = sum + out[q + b];
+            write(sum);
+        }
+    }
+    return true;
+}
+
 int main() {
     uint32_t n;
     if (!read(n)) return 2;
-    const bool ok = fields<Fr>(n) && fields<Fq>(n) && fields<Fq2>(n) && curve<Fq>(n) && curve<Fq2>(n);
+    const bool ok =
+        fields<Fr>(n) && fields<Fq>(n) && fields<Fq2>(n) && curve<Fq>(n) && curve<Fq2>(n) && batch_round();
     return ok ? 0 : 3;
 }

@@ -23,7 +23,7 @@
 //   7. G_window_segments: per bucket set, sum_j j * B_j over segments of buckets by running sums, one
 //      thread per segment; G_reduce adds the segments of each set in one or more levels.
 // The host combines the sets (sum_s 2^(c m s) S_s) and the sum of the ones.
-#include "curve/xyzz.cuh"
+#include "msm/batch.cuh"
 
 using namespace cuzk;
 
@@ -130,14 +130,7 @@ __device__ __forceinline__ bool find_chunk(uint32_t q, const uint32_t* count, co
     const uint32_t last = buckets - 1;
     const uint32_t total = off_next[last] + (count[last] + L - 1) / L;
     if (q >= total) return false;
-    uint32_t lo = 0, hi = last;  // the answer lies in [lo, hi]
-    while (lo < hi) {
-        const uint32_t mid = (lo + hi + 1) >> 1;
-        if (off_next[mid] <= q)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
+    const uint32_t lo = bucket_of(q, off_next, buckets);
     bucket = lo;
     begin = off[lo] + (q - off_next[lo]) * L;
     end = min(begin + L, off[lo] + count[lo]);
@@ -148,15 +141,6 @@ __device__ __forceinline__ bool find_chunk(uint32_t q, const uint32_t* count, co
 extern "C" __global__ void msm_chunk_counts(const uint32_t* count, uint32_t buckets, uint32_t L, uint32_t* next) {
     const uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b < buckets) next[b] = (count[b] + L - 1) / L;
-}
-
-// The first round cuts the windows' entries (the total, known only here) into at most `pieces` equal
-// pieces, one per thread: L entries each, so that every thread launched has work even when the
-// scalars are sparse.
-__device__ __forceinline__ uint32_t first_piece(const uint32_t* count, const uint32_t* off, uint32_t buckets,
-                                                uint32_t pieces, uint32_t& total) {
-    total = off[buckets - 1] + count[buckets - 1];
-    return max(1u, (uint32_t)(((uint64_t)total + pieces - 1) / pieces));
 }
 
 // Where the first round's partials of each bucket lie: bucket b's entries [off, off + count) meet the
@@ -171,19 +155,6 @@ extern "C" __global__ void msm_flat_counts(const uint32_t* count, const uint32_t
     const uint32_t first = off[b] / L;
     next_count[b] = count[b] ? (off[b] + count[b] - 1) / L - first + 1 : 0;
     next_off[b] = first + b;
-}
-
-// The bucket holding entry s: the last b with off[b] <= s (empty buckets before it share its offset).
-__device__ __forceinline__ uint32_t bucket_of(uint32_t s, const uint32_t* off, uint32_t buckets) {
-    uint32_t lo = 0, hi = buckets - 1;
-    while (lo < hi) {
-        const uint32_t mid = (lo + hi + 1) >> 1;
-        if (off[mid] <= s)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
 }
 
 // First round: thread t sums entries [t L, t L + L) of the windows' sorted (index, sign) entries, as affine
@@ -319,7 +290,7 @@ __device__ __forceinline__ void table(const Affine<F>* bases, uint32_t stride, u
             row[j] = Affine<F>{F::zero(), F::zero()};
             continue;
         }
-        const F inv = acc.ZZZ.inverse();
+        const F inv = acc.ZZZ.inverse_vartime();
         const F t = acc.ZZ * inv;
         row[j] = Affine<F>{acc.X * t.sqr(), acc.Y * inv};
     }
@@ -363,6 +334,22 @@ constexpr int SUM_THREADS = 128;
 
 MSM_SUM_AFFINE(g1, Fq, 3, true)
 MSM_SUM_AFFINE(g2, Fq2, 2, false)
+
+// The first summing round by batched affine additions (msm/batch.cuh): `threads` threads of `k` chains
+// each (the pieces are threads * k).
+#define MSM_SUM_BATCH(G, F, BLOCKS)                                                                         \
+    extern "C" __global__ void __launch_bounds__(SUM_THREADS, BLOCKS)                                        \
+        G##_sum_batch(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,                 \
+                      const uint32_t* off, uint32_t buckets, uint32_t threads, uint32_t k, Affine<F>* acc,    \
+                      F* prefix, Chain* chains, Xyzz<F>* out) {                                               \
+        const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;                                             \
+        if (t < threads)                                                                                      \
+            sum_batch<F>(t, threads, k, bases, entries, count, off, buckets, ChainScratch<F>{acc, prefix, chains}, \
+                         out);                                                                                \
+    }
+
+MSM_SUM_BATCH(g1, Fq, 3)
+MSM_SUM_BATCH(g2, Fq2, 2)
 MSM_KERNELS(g1, Fq)
 MSM_KERNELS(g2, Fq2)
 

@@ -2,7 +2,11 @@
 //!
 //! Usage: msm_bench [--json FILE] [--ark-max LOG] [--sizes LOG,LOG,...] [--windows C,C,...]
 //!                  [--tables C:M,C:M,...] [--bases device|host|both] [--curves g1,g2]
-//!                  [--scalars random,bits] [--trace]
+//!                  [--scalars random,bits] [--first-rounds xyzz,batch,batch:K,auto] [--trace]
+//!
+//! `--first-rounds` times every variant with each way of doing the first summing round (`xyzz`
+//! accumulators, `batch` affine additions, `batch:K` with K chains per thread, or `auto`: batched from
+//! `BATCH_AFFINE_FROM` points, the default).
 //!
 //! `--tables` adds, after the plain variants, device-resident bases replaced by a table of `M`
 //! multiples per point for windows of `C` bits (`M = all`: every window in one set of buckets),
@@ -26,7 +30,7 @@ use std::time::Instant;
 use ark_bls12_381::{Fr, G1Projective, G2Projective};
 use ark_ec::{CurveGroup, VariableBaseMSM};
 use ark_ff::{One, UniformRand, Zero};
-use cuzk_cuda::msm::{self, Curve, Plan, G1, G2};
+use cuzk_cuda::msm::{self, Curve, FirstRound, Plan, G1, G2};
 use cuzk_cuda::profile::Probe;
 use cuzk_cuda::{CudaBackend, CudaError, GpuFr, MsmConfig, Residency};
 use cuzk_field::{to_device_vec, DeviceFr};
@@ -79,6 +83,17 @@ fn table_label(r: &Row) -> String {
     }
 }
 
+/// ` batched affine` (with its chains per thread when set) for a row whose first summing round was
+/// batched, else nothing.
+fn round_label(r: &Row) -> String {
+    match (r.first_round, r.batch_chains) {
+        (FirstRound::BatchAffine, Some(k)) => format!(" batched affine x{k}"),
+        (FirstRound::BatchAffine, None) => " batched affine".into(),
+        (FirstRound::Auto, _) => " auto".into(),
+        (FirstRound::Xyzz, _) => String::new(),
+    }
+}
+
 struct Row {
     curve: &'static str,
     log_n: u32,
@@ -86,6 +101,8 @@ struct Row {
     window: u32,
     /// Multiples per point of the bases' table (1: no table), and its build time and bytes.
     multiples: u32,
+    first_round: FirstRound,
+    batch_chains: Option<u32>,
     table: Option<(f64, u64)>,
     host_bases: bool,
     wall_ms: f64,
@@ -113,6 +130,8 @@ struct Sweep {
     tables: Vec<(u32, u32)>,
     host_bases: Vec<bool>,
     kinds: Vec<bool>,
+    /// First rounds, with the chains per thread of a batched one (`None`: the default).
+    first_rounds: Vec<(FirstRound, Option<u32>)>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -163,19 +182,24 @@ fn run<C: Curve>(
                 table = Some((start.elapsed().as_secs_f64() * 1e3, t.device_bytes()));
                 tabled = Some(t);
             }
-            {
+            for &(first_round, batch_chains) in &sweep.first_rounds {
                 let (on_host, dev) = match plain_index {
                     Some(i) => (&stored[i].0, &stored[i].1),
                     None => (&false, tabled.as_ref().expect("a table was just built")),
                 };
-                let config = MsmConfig { window_bits, ..b.msm_config() };
+                let config = MsmConfig { window_bits, first_round, batch_chains, ..b.msm_config() };
                 let call = |probe: &mut Probe| {
                     msm::msm_probed::<C>(gpu, &dev.msm_bases(), &dk.slice(..), &config, probe)
                 };
                 let got = call(&mut Probe::default())?;
                 match reference {
                     None => reference = Some(got),
-                    Some(r) => assert_eq!(r, got, "{} 2^{log_n}: window {window_bits:?} differs", C::NAME),
+                    Some(r) => assert_eq!(
+                        r,
+                        got,
+                        "{} 2^{log_n}: window {window_bits:?}, {first_round:?} differs",
+                        C::NAME
+                    ),
                 }
                 let with_upload_ms = first.then(|| -> Result<f64, CudaError> {
                     let mut uploads = Vec::new();
@@ -265,6 +289,8 @@ fn run<C: Curve>(
                     bits,
                     window: plan.c,
                     multiples: plan.multiples,
+                    first_round,
+                    batch_chains,
                     table,
                     host_bases: *on_host,
                     wall_ms: median(walls),
@@ -277,13 +303,14 @@ fn run<C: Curve>(
                 });
                 let r = rows.last().expect("just pushed");
                 println!(
-                    "{} 2^{} {} c={}{}{}: {:.2} ms wall, {:.2} ms kernel-busy ({:.0}%), {STREAM} in a row {:.2} ms each ({:.0}% busy), ark {}",
+                    "{} 2^{} {} c={}{}{}{}: {:.2} ms wall, {:.2} ms kernel-busy ({:.0}%), {STREAM} in a row {:.2} ms each ({:.0}% busy), ark {}",
                     r.curve,
                     r.log_n,
                     if bits { "bits" } else { "random" },
                     r.window,
                     if *on_host { " host bases" } else { "" },
                     table_label(r),
+                    round_label(r),
                     r.wall_ms,
                     r.kernel_ms,
                     100.0 * r.kernel_ms / r.wall_ms,
@@ -329,6 +356,18 @@ fn main() {
         kinds: list("--scalars")
             .map(|v| v.iter().map(|x| x == "bits").collect())
             .unwrap_or_else(|| vec![false, true]),
+        first_rounds: list("--first-rounds")
+            .map(|v| {
+                v.iter()
+                    .map(|x| match x.split_once(':') {
+                        Some(("batch", k)) => (FirstRound::BatchAffine, k.parse().ok()),
+                        _ if x == "batch" => (FirstRound::BatchAffine, None),
+                        _ if x == "auto" => (FirstRound::Auto, None),
+                        _ => (FirstRound::Xyzz, None),
+                    })
+                    .collect()
+            })
+            .unwrap_or_else(|| vec![(MsmConfig::default().first_round, None)]),
     };
     let curves = list("--curves").unwrap_or_else(|| vec!["g1".into(), "g2".into()]);
     let b = match CudaBackend::new(0) {
@@ -371,17 +410,23 @@ fn main() {
         std::process::exit(1);
     }
     println!(
-        "| curve | size | scalars | window | bases | table: multiples, build ms, GB | GPU wall ms | kernel-busy ms | kernel share | {STREAM} in a row: ms each | kernel share | with host scalars ms | ark-ec ms | ratio |"
+        "| curve | size | scalars | window | bases | first round | table: multiples, build ms, GB | GPU wall ms | kernel-busy ms | kernel share | {STREAM} in a row: ms each | kernel share | with host scalars ms | ark-ec ms | ratio |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         println!(
-            "| {} | 2^{} | {} | {} | {} | {} | {:.2} | {:.2} | {:.0}% | {:.2} | {:.0}% | {} | {} | {} |",
+            "| {} | 2^{} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.0}% | {:.2} | {:.0}% | {} | {} | {} |",
             r.curve,
             r.log_n,
             if r.bits { "bit-heavy" } else { "random" },
             r.window,
             if r.host_bases { "host" } else { "device" },
+            match r.first_round {
+                FirstRound::BatchAffine =>
+                    format!("batched affine{}", r.batch_chains.map_or(String::new(), |k| format!(" x{k}"))),
+                FirstRound::Xyzz => "xyzz".into(),
+                FirstRound::Auto => "auto".into(),
+            },
             r.table.map_or("-".into(), |(ms, bytes)| format!(
                 "{}, {ms:.0}, {:.2}",
                 r.multiples,
@@ -400,13 +445,14 @@ fn main() {
     for r in rows.iter().filter(|r| r.log_n == 24 || r.log_n == 20) {
         let parts: Vec<String> = r.breakdown.iter().map(|(n, t)| format!("{n} {t:.2}")).collect();
         println!(
-            "{} 2^{} {} c={}{}{} kernels (ms): {}",
+            "{} 2^{} {} c={}{}{}{} kernels (ms): {}",
             r.curve,
             r.log_n,
             if r.bits { "bit-heavy" } else { "random" },
             r.window,
             if r.host_bases { " host bases" } else { "" },
             table_label(r),
+            round_label(r),
             parts.join(", ")
         );
     }
@@ -415,12 +461,13 @@ fn main() {
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"multiples\":{},\"host_bases\":{},\"wall_ms\":{},\"kernel_ms\":{},\"stream_ms\":{},\"stream_share\":{},\"ark_ms\":{}}}",
+                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"multiples\":{},\"batched_affine\":{},\"host_bases\":{},\"wall_ms\":{},\"kernel_ms\":{},\"stream_ms\":{},\"stream_share\":{},\"ark_ms\":{}}}",
                     r.curve,
                     r.log_n,
                     r.bits,
                     r.window,
                     r.multiples,
+                    r.first_round == FirstRound::BatchAffine,
                     r.host_bases,
                     r.wall_ms,
                     r.kernel_ms,

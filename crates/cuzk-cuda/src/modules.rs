@@ -101,6 +101,7 @@ pub(crate) struct MsmKernels {
 pub(crate) struct CurveKernels {
     pub(crate) sum_ones: CudaFunction,
     pub(crate) sum_affine: CudaFunction,
+    pub(crate) sum_batch: CudaFunction,
     pub(crate) sum_xyzz: CudaFunction,
     pub(crate) window_segments: CudaFunction,
     pub(crate) reduce: CudaFunction,
@@ -116,6 +117,7 @@ impl MsmKernels {
             Ok(CurveKernels {
                 sum_ones: f(if g1 { "g1_sum_ones" } else { "g2_sum_ones" })?,
                 sum_affine: f(if g1 { "g1_sum_affine" } else { "g2_sum_affine" })?,
+                sum_batch: f(if g1 { "g1_sum_batch" } else { "g2_sum_batch" })?,
                 sum_xyzz: f(if g1 { "g1_sum_xyzz" } else { "g2_sum_xyzz" })?,
                 window_segments: f(if g1 { "g1_window_segments" } else { "g2_window_segments" })?,
                 reduce: f(if g1 { "g1_reduce" } else { "g2_reduce" })?,

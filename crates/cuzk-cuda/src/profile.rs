@@ -132,7 +132,7 @@ pub(crate) const DOWNLOAD: &str = "download (window sums)";
 fn step_of(kernel: &'static str) -> &'static str {
     match kernel {
         "msm_count" | "scan_blocks" | "scan_add" | "msm_scatter" => "sort",
-        "sum_affine" | "sum_xyzz" | "msm_flat_counts" | "msm_chunk_counts" => "bucket sums",
+        "sum_affine" | "sum_batch" | "sum_xyzz" | "msm_flat_counts" | "msm_chunk_counts" => "bucket sums",
         "sum_ones" => "ones (batch addition)",
         "window_segments" | "reduce" => "reductions",
         "ntt_pass" => "ntt passes",

@@ -7,6 +7,7 @@ use ark_ec::{CurveGroup, VariableBaseMSM};
 use ark_ff::{BigInt, FftField, Field, One, PrimeField, UniformRand, Zero};
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use cuzk_circuits::PorepLike;
+use cuzk_cuda::msm::FirstRound;
 use cuzk_cuda::msm::{Curve, G1, G2};
 use cuzk_cuda::{kernels, CudaBackend, GpuFq, GpuFq2, GpuFr, MsmConfig, Residency};
 use cuzk_field::{constants, DeviceFq, DeviceFq2, DeviceFr, DeviceRepr};
@@ -523,6 +524,72 @@ fn msm_with_a_table_of_multiples_matches_ark_ec() {
     );
 }
 
+#[test]
+fn msm_with_batched_affine_sums_matches_ark_ec() {
+    // The first summing round by batched affine additions: every scalar kind on awkward sizes (chains
+    // of one entry, chains past the last entry), both curves, bases with identities and repeats, sparse
+    // bases, small batches, tables; then 2^20 + 1 and 2^24 points against the closed form.
+    let batched = MsmConfig { first_round: FirstRound::BatchAffine, ..MsmConfig::default() };
+    let mut rng = seeded_rng("msm_batch_affine");
+    let n = 5000;
+    let b1 = bases::<G1Projective>(n, &mut rng);
+    let b2 = bases::<G2Projective>(n, &mut rng);
+    let gpu = backend().with_msm_config(batched);
+    for &size in &[1usize, 2, 5, 31, 257, 4097, n] {
+        for kind in KINDS {
+            let s = scalars(kind, size, &mut rng);
+            let e1 = G1Projective::msm(&b1[..size], &s).unwrap();
+            let e2 = G2Projective::msm(&b2[..size], &s).unwrap();
+            check_msm::<G1>(&gpu, &b1[..size], &s, e1, &format!("batched, n = {size}, {kind:?}"));
+            check_msm::<G2>(&gpu, &b2[..size], &s, e2, &format!("batched, n = {size}, {kind:?}"));
+        }
+    }
+    // Repeated bases (doublings and cancellations inside a chain), identities, and a sparse set.
+    let mut repeats = b1.clone();
+    for i in 0..n {
+        repeats[i] = match i % 5 {
+            0 => b1[0],
+            1 => -b1[0],
+            2 => Default::default(),
+            _ => b1[i % 7],
+        };
+    }
+    for kind in [Scalars::Random, Scalars::Bits, Scalars::One, Scalars::Small] {
+        let s = scalars(kind, n, &mut rng);
+        let e = G1Projective::msm(&repeats, &s).unwrap();
+        for batch in [999usize, n] {
+            let gpu = backend().with_msm_config(MsmConfig { batch, ..batched });
+            check_msm::<G1>(&gpu, &repeats, &s, e, &format!("batched, repeats, {kind:?}, batch {batch}"));
+            let mut d = gpu.upload_bases_to::<G1>(&repeats, Residency::Device).unwrap();
+            for (c, m) in [(16, 16), (11, 4)] {
+                d.precompute(gpu.gpu(), c, m).unwrap();
+                let got = gpu.msm_host(&d, &s).unwrap();
+                assert_eq!(
+                    got.into_affine(),
+                    e.into_affine(),
+                    "batched, repeats, {kind:?}, table c = {c}, m = {m}"
+                );
+            }
+        }
+    }
+    let (b, r, s) = progression::<G1Projective>(1 << 24, &mut rng);
+    for (n, kind) in
+        [((1 << 20) + 1, Scalars::Random), ((1 << 22) - 1, Scalars::Bits), (1 << 24, Scalars::Random)]
+    {
+        let k = scalars(kind, n, &mut rng);
+        check_msm::<G1>(&gpu, &b[..n], &k, closed_form(&k, r, s), &format!("batched, n = {n}, {kind:?}"));
+    }
+    let k = scalars(Scalars::Random, 1 << 24, &mut rng);
+    let mut d = gpu.upload_bases_to::<G1>(&b, Residency::Device).unwrap();
+    d.precompute(gpu.gpu(), 20, 13).unwrap();
+    let got = gpu.msm_host(&d, &k).unwrap();
+    assert_eq!(got.into_affine(), closed_form(&k, r, s).into_affine(), "batched, 2^24, table c = 20, m = 13");
+    drop(d);
+    let (b2, r2, s2) = progression::<G2Projective>((1 << 20) + 1, &mut rng);
+    let k = scalars(Scalars::Random, (1 << 20) + 1, &mut rng);
+    check_msm::<G2>(&gpu, &b2, &k, closed_form(&k, r2, s2), "batched, G2 n = 2^20 + 1, random");
+}
+
 /// Bases `R + i·S` for random `R`, `S`, with [`closed_form`] as the oracle.
 fn progression<G: CurveGroup<ScalarField = Fr>>(n: usize, rng: &mut StdRng) -> (Vec<G::Affine>, G, G) {
     let (r, s) = (G::rand(rng), G::rand(rng));
@@ -552,11 +619,15 @@ fn msm_large_sizes_match_the_closed_form() {
         let k = scalars(kind, n, &mut rng);
         check_msm::<G1>(&gpu, &b[..n], &k, closed_form(&k, r, s), &format!("n = {n}, {kind:?}"));
     }
-    // Wide windows at full size.
+    // Wide windows at full size, with each first round (the default batches from 2^20 points).
     let k = scalars(Scalars::Random, 1 << 24, &mut rng);
-    for c in [18, 20, 22] {
-        let gpu = backend().with_msm_config(MsmConfig { window_bits: Some(c), ..MsmConfig::default() });
-        check_msm::<G1>(&gpu, &b, &k, closed_form(&k, r, s), &format!("2^24, c = {c}"));
+    for (c, first_round) in [(18, FirstRound::Xyzz), (20, FirstRound::Auto), (22, FirstRound::Xyzz)] {
+        let gpu = backend().with_msm_config(MsmConfig {
+            window_bits: Some(c),
+            first_round,
+            ..MsmConfig::default()
+        });
+        check_msm::<G1>(&gpu, &b, &k, closed_form(&k, r, s), &format!("2^24, c = {c}, {first_round:?}"));
     }
     // Tables of multiples at full size: every window in one set, and sets of four windows.
     let mut d = gpu.upload_bases_to::<G1>(&b, Residency::Device).unwrap();

@@ -172,6 +172,11 @@ fn kernel_arithmetic_on_the_host_matches_arkworks() {
     for (p, q, k) in &g2s {
         input.extend(g2_bytes(p).into_iter().chain(g2_bytes(q)).chain(k.to_le_bytes()));
     }
+    let cases = batch_cases(&mut rng);
+    input.extend((cases.len() as u32).to_le_bytes());
+    for case in &cases {
+        input.extend(case.input());
+    }
     let mut child = Command::new(binary())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -185,16 +190,31 @@ fn kernel_arithmetic_on_the_host_matches_arkworks() {
     let mut r = Reader(out.stdout, 0);
 
     for (i, (a, b)) in frs.iter().enumerate() {
-        let got = [r.fr(), r.fr(), r.fr(), r.fr()];
-        assert_eq!(got, [*a + b, *a - b, *a * b, a.square()], "Fr pair {i}: add, sub, mul, sqr");
+        let got = [r.fr(), r.fr(), r.fr(), r.fr(), r.fr()];
+        let inv = a.inverse().unwrap_or_default();
+        assert_eq!(
+            got,
+            [*a + b, *a - b, *a * b, a.square(), inv],
+            "Fr pair {i}: add, sub, mul, sqr, inverse"
+        );
     }
     for (i, (a, b)) in fqs.iter().enumerate() {
-        let got = [r.fq(), r.fq(), r.fq(), r.fq()];
-        assert_eq!(got, [*a + b, *a - b, *a * b, a.square()], "Fq pair {i}: add, sub, mul, sqr");
+        let got = [r.fq(), r.fq(), r.fq(), r.fq(), r.fq()];
+        let inv = a.inverse().unwrap_or_default();
+        assert_eq!(
+            got,
+            [*a + b, *a - b, *a * b, a.square(), inv],
+            "Fq pair {i}: add, sub, mul, sqr, inverse"
+        );
     }
     for (i, (a, b)) in fq2s.iter().enumerate() {
-        let got = [r.fq2(), r.fq2(), r.fq2(), r.fq2()];
-        assert_eq!(got, [*a + b, *a - b, *a * b, a.square()], "Fq2 pair {i}: add, sub, mul, sqr");
+        let got = [r.fq2(), r.fq2(), r.fq2(), r.fq2(), r.fq2()];
+        let inv = a.inverse().unwrap_or_default();
+        assert_eq!(
+            got,
+            [*a + b, *a - b, *a * b, a.square(), inv],
+            "Fq2 pair {i}: add, sub, mul, sqr, inverse"
+        );
     }
     for (i, (p, q, k)) in g1s.iter().enumerate() {
         let (p, q) = (p.into_group(), q.into_group());
@@ -216,5 +236,87 @@ fn kernel_arithmetic_on_the_host_matches_arkworks() {
             assert_eq!(got, e.xy(), "G2 pair {i}, output {j}");
         }
     }
+    for (i, case) in cases.iter().enumerate() {
+        for (b, e) in case.expected().iter().enumerate() {
+            let got = xyzz(r.fq(), r.fq(), r.fq(), r.fq());
+            assert_eq!(
+                got,
+                e.into_affine().xy(),
+                "batched affine round, case {i}, bucket {b}: {:?}",
+                case.buckets[b]
+            );
+        }
+    }
     assert_eq!(r.1, r.0.len(), "host check wrote more than expected");
+}
+
+/// A sorted batch for the MSM's batched affine round: `threads` threads, bucket sizes and, per bucket,
+/// its entries (point index | sign << 31).
+#[derive(Debug)]
+struct BatchCase {
+    threads: u32,
+    points: Vec<G1Affine>,
+    buckets: Vec<Vec<u32>>,
+}
+
+impl BatchCase {
+    fn input(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        for w in [self.threads, self.points.len() as u32, self.buckets.len() as u32] {
+            v.extend(w.to_le_bytes());
+        }
+        for p in &self.points {
+            v.extend(g1_bytes(p));
+        }
+        for b in &self.buckets {
+            v.extend((b.len() as u32).to_le_bytes());
+        }
+        for e in self.buckets.iter().flatten() {
+            v.extend(e.to_le_bytes());
+        }
+        v
+    }
+
+    fn expected(&self) -> Vec<G1Projective> {
+        let point = |e: u32| {
+            let p = self.points[(e & 0x7fff_ffff) as usize].into_group();
+            if e >> 31 == 1 {
+                -p
+            } else {
+                p
+            }
+        };
+        self.buckets.iter().map(|b| b.iter().map(|&e| point(e)).sum()).collect()
+    }
+}
+
+/// Cases that meet every path of a chain: buckets empty, short and long (across pieces and chains);
+/// the identity among the points; a point added to itself (doubling) or to its negation (the identity,
+/// then a fresh start); a sum that returns to a point already added.
+fn batch_cases(rng: &mut StdRng) -> Vec<BatchCase> {
+    let mut cases = Vec::new();
+    for (threads, buckets, most) in [(1u32, 1usize, 3usize), (1, 5, 9), (2, 17, 30), (3, 40, 70), (5, 8, 400)]
+    {
+        let mut points: Vec<G1Affine> = (0..24).map(|_| G1Projective::rand(rng).into_affine()).collect();
+        points.push(G1Affine::zero());
+        let n = points.len() as u32;
+        let buckets = (0..buckets)
+            .map(|_| {
+                let len = if rng.gen_range(0..4) == 0 { 0 } else { rng.gen_range(1..=most) };
+                let mut b: Vec<u32> = Vec::with_capacity(len);
+                while b.len() < len {
+                    let e = rng.gen_range(0..n) | (rng.gen_range(0..2u32) << 31);
+                    b.push(e);
+                    match rng.gen_range(0..8) {
+                        0 => b.push(e),             // the same point again
+                        1 => b.push(e ^ (1 << 31)), // its negation
+                        _ => {}
+                    }
+                }
+                b
+            })
+            .collect();
+        cases.push(BatchCase { threads, points, buckets });
+    }
+    cases
 }

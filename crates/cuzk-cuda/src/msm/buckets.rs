@@ -13,9 +13,9 @@ use std::sync::Arc;
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr};
 use cuzk_field::Curve;
 
-use super::plan::Plan;
+use super::plan::{FirstRound, Plan};
 use super::sort::{chunk_counts, Segments, Sorted};
-use crate::kernels::msm as k;
+use crate::kernels::msm::{self as k, SUM_THREADS};
 use crate::modules::CurveKernels;
 use crate::profile::Probe;
 use crate::scratch::ScratchBuf;
@@ -26,6 +26,25 @@ const LATER_CHUNK: u32 = 16;
 /// Most inputs one `G_reduce` block adds: four per thread before the tree, as the adds of one thread
 /// are a chain whose latency the few threads of these small launches cannot hide.
 const REDUCE_PER: u32 = 256;
+
+/// Blocks of the batched affine round per multiprocessor (its launch bounds in msm.cu: G1 three, G2
+/// two).
+fn batch_blocks<C: Curve>() -> u32 {
+    match C::ID {
+        cuzk_field::CurveId::G1 => 3,
+        cuzk_field::CurveId::G2 => 2,
+    }
+}
+
+/// Threads of the batched affine round for a batch of `points` bases: a full wave of the device, but
+/// no more than leave each chain at least 8 of the most entries the batch can have.
+fn batch_threads<C: Curve>(gpu: &Gpu, plan: &Plan, points: usize, chains: u32) -> u32 {
+    let wave = gpu.info().multiprocessors.max(1) as u64 * batch_blocks::<C>() as u64 * SUM_THREADS as u64;
+    // Entries: at most one per window of each point (`points` counts a table's multiples too).
+    let entries = (points as u64).div_ceil(plan.multiples as u64) * plan.windows as u64;
+    let needed = entries.div_ceil(8 * chains as u64).next_multiple_of(SUM_THREADS as u64);
+    wave.min(needed).max(SUM_THREADS as u64) as u32
+}
 
 /// Adds each of `rows` consecutive runs of `per_row` points of `input` into `dst[row]` on `stream`, in
 /// levels of at most `REDUCE_PER` inputs per block. `per_row` is a power of two.
@@ -70,7 +89,6 @@ pub(crate) fn reduce<C: Curve>(
     let buckets = plan.window_buckets();
     // Bucket sets: one per window, or with a table one per `multiples` windows.
     let windows = plan.sets;
-    let pieces = plan.pieces;
     let mut sums = gpu.scratch().take::<Xyzz<C>>(stream, windows as usize + 1)?;
 
     // The ones: a batch addition of the points listed in the bucket after the windows'.
@@ -86,8 +104,24 @@ pub(crate) fn reduce<C: Curve>(
     k::sum_ones(gpu, ck, stream, bases, &sorted.entries, sorted.seg.as_ref(), buckets, &mut partials, probe)?;
     reduce_rows::<C>(gpu, ck, stream, partials, 1, ones, &mut sums.slice_mut(windows as usize..), probe)?;
 
-    // First round: the windows' entries in `pieces` equal runs, one per thread, whatever buckets they
-    // fall in.
+    // First round: the windows' entries in `pieces` equal runs, whatever buckets they fall in; one
+    // per thread, or with batched affine additions many per thread.
+    let (pieces, batch_threads) = match plan.first_round {
+        // `Auto` never reaches here (the plan resolves it); it would mean the XYZZ round.
+        FirstRound::Xyzz | FirstRound::Auto => (plan.pieces, 0),
+        FirstRound::BatchAffine => {
+            let chains = plan.batch_chains.unwrap_or_else(k::batch_chains::<C>);
+            if !(1..=1024).contains(&chains) {
+                return Err(CudaError::Size {
+                    op: "msm",
+                    size: chains as usize,
+                    reason: "batched affine chains per thread must be 1..=1024",
+                });
+            }
+            let threads = batch_threads::<C>(gpu, plan, bases.len(), chains);
+            (threads * chains, threads)
+        }
+    };
     let mut items = pieces as usize + buckets as usize;
     let mut next = Segments {
         count: gpu.scratch().take::<u32>(stream, buckets as usize)?,
@@ -96,18 +130,40 @@ pub(crate) fn reduce<C: Curve>(
     k::flat_counts(gpu, stream, sorted.seg.as_ref(), buckets, pieces, &mut next.count, &mut next.off, probe)?;
     // Slots no thread writes are never read: msm_flat_counts points each bucket at its written ones.
     let mut data = gpu.scratch().take::<Xyzz<C>>(stream, items)?;
-    k::sum_affine(
-        gpu,
-        ck,
-        stream,
-        bases,
-        &sorted.entries,
-        sorted.seg.as_ref(),
-        buckets,
-        pieces,
-        &mut data,
-        probe,
-    )?;
+    match plan.first_round {
+        FirstRound::Xyzz | FirstRound::Auto => k::sum_affine(
+            gpu,
+            ck,
+            stream,
+            bases,
+            &sorted.entries,
+            sorted.seg.as_ref(),
+            buckets,
+            pieces,
+            &mut data,
+            probe,
+        )?,
+        FirstRound::BatchAffine => {
+            let chains = pieces as usize;
+            let mut acc = gpu.scratch().take::<GpuAffine<C>>(stream, chains)?;
+            let mut prefix = gpu.scratch().take::<u64>(stream, chains * k::batch_prefix_words::<C>())?;
+            let mut state = gpu.scratch().take::<u32>(stream, chains * 4)?;
+            k::sum_batch(
+                gpu,
+                ck,
+                stream,
+                bases,
+                &sorted.entries,
+                sorted.seg.as_ref(),
+                buckets,
+                batch_threads,
+                pieces / batch_threads,
+                (&mut acc, &mut prefix, &mut state),
+                &mut data,
+                probe,
+            )?;
+        }
+    }
     let mut seg = next;
     // Later rounds, until no bucket can have more than one partial sum: a bucket holds at most one
     // entry per base (a point, or with a table one of its multiples: several windows share the

@@ -11,12 +11,37 @@ pub struct MsmConfig {
     pub window_bits: Option<u32>,
     /// Most points per batch.
     pub batch: usize,
+    /// How the first summing round adds a bucket's points.
+    pub first_round: FirstRound,
+    /// Chains per thread of [`FirstRound::BatchAffine`] (pieces added at once, sharing an inversion
+    /// per step); `None` picks the curve's default.
+    pub batch_chains: Option<u32>,
 }
 
 impl Default for MsmConfig {
     fn default() -> Self {
-        Self { window_bits: None, batch: 1 << 24 }
+        Self { window_bits: None, batch: 1 << 24, first_round: FirstRound::Auto, batch_chains: None }
     }
+}
+
+/// Batches of at least this many points take [`FirstRound::BatchAffine`] under [`FirstRound::Auto`]
+/// (on the H200 at 2^24 points it is 15% faster for G1 and 25% for G2, docs/benchmarks/cuda-msm.md).
+pub const BATCH_AFFINE_FROM: usize = 1 << 20;
+
+/// How the first summing round adds the sorted points into bucket partials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FirstRound {
+    /// [`FirstRound::BatchAffine`] for batches of at least [`BATCH_AFFINE_FROM`] points, else
+    /// [`FirstRound::Xyzz`].
+    #[default]
+    Auto,
+    /// One piece per thread, each point added into an XYZZ accumulator (a mixed addition: 8
+    /// multiplications and 2 squarings).
+    Xyzz,
+    /// Many pieces per thread, added in affine coordinates one step of all of them at a time, their
+    /// inversions shared (Montgomery's trick: 5 multiplications and a squaring per addition, and one
+    /// multiplier-free inversion per step).
+    BatchAffine,
 }
 
 /// Widest window the kernels take.
@@ -43,6 +68,11 @@ pub struct Plan {
     pub pieces: u32,
     /// Threads of the batch addition of the ones (a power of two, a multiple of the block size).
     pub ones_threads: u32,
+    /// How the first summing round adds ([`FirstRound::Xyzz`] or [`FirstRound::BatchAffine`]: never
+    /// `Auto` once [`Plan::with_first_round`] has resolved it).
+    pub first_round: FirstRound,
+    /// Chains per thread of a batched affine first round (`None`: the curve's default).
+    pub batch_chains: Option<u32>,
 }
 
 impl Plan {
@@ -95,7 +125,30 @@ impl Plan {
             .map_err(|_| CudaError::Size { op: "msm", size: n, reason: "batch too large for one launch" })?;
         // Up to 16 ones per thread when all n scalars are 1, with at most 2^16 threads.
         let ones_threads = (n as u64 / 16).next_power_of_two().clamp(BLOCK as u64, 1 << 16) as u32;
-        Ok(Self { c, windows, half, multiples, sets, segments, pieces, ones_threads })
+        Ok(Self {
+            c,
+            windows,
+            half,
+            multiples,
+            sets,
+            segments,
+            pieces,
+            ones_threads,
+            first_round: FirstRound::Xyzz,
+            batch_chains: None,
+        })
+    }
+
+    /// This plan, for batches of `n` points, with its first summing round done by `first_round`
+    /// (`Auto` resolved by `n`), with `batch_chains` chains per thread when batched (`None`: the
+    /// curve's default).
+    pub fn with_first_round(self, first_round: FirstRound, batch_chains: Option<u32>, n: usize) -> Self {
+        let first_round = match first_round {
+            FirstRound::Auto if n >= BATCH_AFFINE_FROM => FirstRound::BatchAffine,
+            FirstRound::Auto => FirstRound::Xyzz,
+            other => other,
+        };
+        Self { first_round, batch_chains, ..self }
     }
 
     /// The sets' buckets, `sets * 2^(c-1)`; the list of ones follows them as one more bucket.
@@ -147,6 +200,21 @@ mod tests {
         assert_eq!(Plan::new(1 << 24, None).unwrap().c, 16);
         assert_eq!(Plan::new(1 << 24, None).unwrap().sets, 16);
         assert_eq!(Plan::new(1 << 20, None).unwrap().c, 14);
+        let p = Plan::new(1 << 20, None).unwrap();
+        assert_eq!(p.first_round, FirstRound::Xyzz);
+        for (round, n, expected) in [
+            (FirstRound::Auto, BATCH_AFFINE_FROM, FirstRound::BatchAffine),
+            (FirstRound::Auto, BATCH_AFFINE_FROM - 1, FirstRound::Xyzz),
+            (FirstRound::Xyzz, 1 << 24, FirstRound::Xyzz),
+            (FirstRound::BatchAffine, 5, FirstRound::BatchAffine),
+        ] {
+            let q = p.with_first_round(round, Some(7), n);
+            assert_eq!(
+                (q.first_round, q.batch_chains, q.pieces),
+                (expected, Some(7), p.pieces),
+                "{round:?} {n}"
+            );
+        }
         assert!(Plan::new(10, Some(1)).is_err());
         assert!(Plan::new(10, Some(25)).is_err());
     }
