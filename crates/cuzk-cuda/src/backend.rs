@@ -276,10 +276,10 @@ impl CudaBackend {
 
     /// Reserves device buffers for up to `want` partitions of `domain` rows and `variables` variables
     /// (`a`, `b`, `c` and `z` each: one slot), as many as fit in the device's free memory with a
-    /// reserve kept for the MSMs' own buffers, plus one partition's pinned staging buffers to upload
-    /// from. Returns the slots reserved, at least one: fails with [`CudaError::OutOfMemory`] when not
-    /// even one fits. Slots reserved earlier for the same sizes count again, so calling this once per
-    /// run costs nothing after the first.
+    /// reserve kept for the MSMs' own buffers (less what their workspace already holds), plus one
+    /// partition's pinned staging buffers to upload from. Returns the slots reserved, at least one:
+    /// fails with [`CudaError::OutOfMemory`] when not even one fits. Slots reserved earlier for the
+    /// same sizes count again, so calling this once per run costs nothing after the first.
     pub fn reserve_partition_slots(
         &self,
         domain: usize,
@@ -288,12 +288,14 @@ impl CudaBackend {
     ) -> Result<usize, CudaError> {
         let (free, _) = self.gpu.memory()?;
         let held = self.arena.slots_held(domain, variables);
-        let fit = arena::slots_that_fit(free, MSM_RESERVE, domain, variables).saturating_add(held);
+        // The reserve is for the MSMs' buffers: what the workspace already holds is part of it.
+        let reserve = MSM_RESERVE.saturating_sub(self.gpu.scratch().owned_bytes());
+        let fit = arena::slots_that_fit(free, reserve, domain, variables).saturating_add(held);
         if fit == 0 {
             return Err(CudaError::OutOfMemory {
                 what: "one partition's a, b, c and z",
                 need: arena::slot_bytes(domain, variables),
-                free: free.saturating_sub(MSM_RESERVE),
+                free: free.saturating_sub(reserve),
             });
         }
         let slots = want.max(1).min(fit);

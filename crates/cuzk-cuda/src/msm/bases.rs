@@ -19,9 +19,11 @@ use rayon::prelude::*;
 use crate::msm::Plan;
 use crate::{CudaError, DriverContext, Gpu, GpuAffine};
 
-/// Device memory left free for an MSM's own buffers when deciding where bases go (bucket entries of a
-/// 2^24-point batch alone take 1 GiB).
-pub(crate) const MSM_RESERVE: usize = 6 << 30;
+/// Device memory left free for the MSMs' own buffers when deciding where bases and tables go: a
+/// 2^24-point batch's bucket entries take 1 GiB, and with the batched affine first round its chains
+/// and partials about 2.5 GB more in G1 and 1.7 GB in G2; a key's workspace keeps two sets of each
+/// (`scratch::SPARE`).
+pub(crate) const MSM_RESERVE: usize = 12 << 30;
 
 /// Where [`upload`] keeps bases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
