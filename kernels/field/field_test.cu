@@ -4,9 +4,9 @@
 
 using namespace cuzk;
 
-// Outputs per input pair, in this order: add, sub, mul, sqr, neg, inverse (of a), to_mont(a) (a read
-// as a canonical value), from_mont(a).
-constexpr int OPS = 8;
+// Outputs per input pair, in this order: add, sub, mul, sqr, neg, inverse (of a, Fermat's),
+// to_mont(a) (a read as a canonical value), from_mont(a), inverse_vartime(a), inverse_euclid(a).
+constexpr int OPS = 10;
 
 template <class F>
 __device__ __forceinline__ void all_ops(const F* a, const F* b, F* out, uint32_t n) {
@@ -22,23 +22,26 @@ __device__ __forceinline__ void all_ops(const F* a, const F* b, F* out, uint32_t
     o[5] = x.inverse();
     o[6] = F::to_mont(x);
     o[7] = x.from_mont();
+    o[8] = x.inverse_vartime();
+    o[9] = x.inverse_euclid();
 }
 
 extern "C" __global__ void fr_ops(const Fr* a, const Fr* b, Fr* out, uint32_t n) { all_ops(a, b, out, n); }
 extern "C" __global__ void fq_ops(const Fq* a, const Fq* b, Fq* out, uint32_t n) { all_ops(a, b, out, n); }
 
-// Fq2: add, sub, mul, sqr, neg, inverse.
+// Fq2: add, sub, mul, sqr, neg, inverse, inverse_vartime.
 extern "C" __global__ void fq2_ops(const Fq2* a, const Fq2* b, Fq2* out, uint32_t n) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const Fq2 x = a[i], y = b[i];
-    Fq2* o = out + (size_t)i * 6;
+    Fq2* o = out + (size_t)i * 7;
     o[0] = x + y;
     o[1] = x - y;
     o[2] = x * y;
     o[3] = x.sqr();
     o[4] = -x;
     o[5] = x.inverse();
+    o[6] = x.inverse_vartime();
 }
 
 // Throughput: each thread runs two independent chains of `iters` dependent multiplications (so two
@@ -57,3 +60,17 @@ __device__ __forceinline__ void mul_chain(const F* a, F* out, uint32_t n, uint32
 
 extern "C" __global__ void fr_mul_bench(const Fr* a, Fr* out, uint32_t n, uint32_t iters) { mul_chain(a, out, n, iters); }
 extern "C" __global__ void fq_mul_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters) { mul_chain(a, out, n, iters); }
+
+// Inversion throughput: each thread runs `iters` dependent inversions, x <- 1/(x + a), by the method
+// `kind` selects (0: inverse_vartime, 1: inverse_euclid, 2: Fermat's), and writes its result.
+extern "C" __global__ void fq_inv_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters, uint32_t kind) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const Fq c = a[i];
+    Fq x = a[(i + 1) % n];
+    for (uint32_t k = 0; k < iters; k++) {
+        const Fq y = x + c;
+        x = kind == 0 ? y.inverse_vartime() : kind == 1 ? y.inverse_euclid() : y.inverse();
+    }
+    out[i] = x;
+}

@@ -225,16 +225,209 @@ struct alignas(16) Fp {
         return pow(e);
     }
 
-    // 1/x by the binary extended Euclidean algorithm; the inverse of 0 is 0. Variable time (for public
-    // data only, such as the MSM's points); a step is shifts, subtractions and selects and one row of
-    // multiplications, a few times cheaper in all than Fermat's 381 squarings.
+    // 1/x by a binary GCD that decides its steps on 62-bit approximations; the inverse of 0 is 0.
+    // Variable time (public data only, such as the MSM's points).
+    //
+    // With A = x's limbs (x R mod p): a = A, b = p, u = R^2 mod p, w = 0 keep a = A u / R^2 and
+    // b = A w / R^2 (mod p), b odd. A round takes, of a and b, their low 30 bits and the 32 bits below
+    // the top bit of the larger (exact while both are under 2^62), and runs 30 steps on these 64-bit
+    // words alone: if a is odd, swap so that a >= b and subtract b; then halve a. The steps' effect is
+    // a matrix of integers of at most 2^30, (a, b) <- ((f0 a + g0 b) / 2^30, (f1 a + g1 b) / 2^30),
+    // applied once to the full numbers (negated, with their row, when negative) and to u and w modulo
+    // p (the division by 2^30 done as Montgomery's). a reaches 0 within (2 bits(p) - 1) / 30 rounds
+    // (the optimised binary GCD's bound), and then b = 1 and w = R^2 / A, the Montgomery form of 1/x.
+    // A round is a few hundred 32-bit operations on 64-bit words and four rows of multiplications;
+    // the binary Euclid above spends about as much on every step of ~2 bits.
+    __device__ __forceinline__ Fp inverse_vartime() const {
+        if (is_zero()) return zero();
+        uint32_t a[N], b[N], u[N], w[N];
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            a[i] = v[i];
+            b[i] = P::mod(i);
+            u[i] = P::r2(i);
+            w[i] = 0;
+        }
+        constexpr int ROUNDS = (64 * N - 1 + GCD_STEPS - 1) / GCD_STEPS;
+        for (int round = 0; round < ROUNDS; round++) {
+            uint32_t any = 0;
+#pragma unroll
+            for (int i = 0; i < N; i++) any |= a[i];
+            if (any == 0) break;
+            uint64_t xa, xb;
+            approximate(a, b, xa, xb);
+            // The matrix, rows (f0, g0) for a and (f1, g1) for b, in two's complement.
+            uint32_t f0 = 1, g0 = 0, f1 = 0, g1 = 1;
+#pragma unroll
+            for (int j = 0; j < GCD_STEPS; j++) {
+                const uint64_t odd = 0 - (xa & 1);
+                const uint64_t swap = odd & (0 - (uint64_t)(xa < xb));
+                const uint64_t t = (xa ^ xb) & swap;
+                xa ^= t;
+                xb ^= t;
+                const uint32_t s32 = (uint32_t)swap, o32 = (uint32_t)odd;
+                const uint32_t tf = (f0 ^ f1) & s32, tg = (g0 ^ g1) & s32;
+                f0 ^= tf;
+                f1 ^= tf;
+                g0 ^= tg;
+                g1 ^= tg;
+                xa -= xb & odd;
+                f0 -= f1 & o32;
+                g0 -= g1 & o32;
+                xa >>= 1;
+                f1 <<= 1;
+                g1 <<= 1;
+            }
+            uint32_t na[N], nb[N];
+            if (combine_shift(a, b, f0, g0, na)) {
+                f0 = 0 - f0;
+                g0 = 0 - g0;
+            }
+            if (combine_shift(a, b, f1, g1, nb)) {
+                f1 = 0 - f1;
+                g1 = 0 - g1;
+            }
+            uint32_t nu[N], nw[N];
+            combine_mod(u, w, f0, g0, nu);
+            combine_mod(u, w, f1, g1, nw);
+#pragma unroll
+            for (int i = 0; i < N; i++) {
+                a[i] = na[i];
+                b[i] = nb[i];
+                u[i] = nu[i];
+                w[i] = nw[i];
+            }
+        }
+        Fp r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = w[i];
+        return r;
+    }
+
+   private:
+    // Steps per round of inverse_vartime: its matrix entries stay within 2^30 (int32).
+    static constexpr int GCD_STEPS = 30;
+
+    // 62-bit words standing for a and b: bits [n - 32, n) above bits [0, 30), with n the larger's
+    // bit length, at least 62 (so the words are a and b themselves while both are under 2^62).
+    __device__ __forceinline__ static void approximate(const uint32_t (&a)[N], const uint32_t (&b)[N], uint64_t& xa,
+                                                       uint64_t& xb) {
+        uint32_t top = 0, top_word = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const uint32_t x = a[i] | b[i];
+            top = x ? i : top;
+            top_word = x ? x : top_word;
+        }
+        uint32_t n = 32 * top + 32 - ptx::clz(top_word);
+        n = n < 2 * GCD_STEPS + 2 ? 2 * GCD_STEPS + 2 : n;
+        const uint32_t o = n - 32, q = o >> 5, sh = o & 31;
+        // Limbs q and q + 1 by masks, not by index (an indexed register array goes to local memory).
+        uint32_t a0 = 0, a1 = 0, b0 = 0, b1 = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const uint32_t m0 = 0u - (uint32_t)(i == (int)q), m1 = 0u - (uint32_t)(i == (int)q + 1);
+            a0 |= a[i] & m0;
+            b0 |= b[i] & m0;
+            a1 |= a[i] & m1;
+            b1 |= b[i] & m1;
+        }
+        constexpr uint32_t LOW = (1u << GCD_STEPS) - 1;
+        xa = ((uint64_t)ptx::shr_pair(a0, a1, sh) << GCD_STEPS) | (a[0] & LOW);
+        xb = ((uint64_t)ptx::shr_pair(b0, b1, sh) << GCD_STEPS) | (b[0] & LOW);
+    }
+
+    // o = x * m as N + 1 limbs.
+    __device__ __forceinline__ static void mul_word(const uint32_t (&x)[N], uint32_t m, uint32_t (&o)[N + 1]) {
+#pragma unroll
+        for (int i = 0; i < N; i++) o[i] = ptx::mul_lo(x[i], m);
+        o[N] = 0;
+        ptx::add_cc(o[0], o[0], 0);
+#pragma unroll
+        for (int i = 0; i < N - 1; i++) ptx::madc_hi_cc(o[i + 1], x[i], m, o[i + 1]);
+        ptx::madc_hi(o[N], x[N - 1], m, 0);
+    }
+
+    // |x f + y g| / 2^30 into o (the division is exact), for x, y < 2^(32N) and |f|, |g| <= 2^30 in
+    // two's complement; returns whether x f + y g is negative.
+    __device__ __forceinline__ static bool combine_shift(const uint32_t (&x)[N], const uint32_t (&y)[N], uint32_t f,
+                                                         uint32_t g, uint32_t (&o)[N]) {
+        const uint32_t sf = f >> 31, sg = g >> 31;
+        uint32_t p[N + 1], q[N + 1];
+        mul_word(x, (f ^ (0 - sf)) + sf, p);
+        mul_word(y, (g ^ (0 - sg)) + sg, q);
+        // d = |f| x +- |g| y (minus when the signs differ), and x f + y g = +-d with f's sign.
+        const uint32_t m = 0 - (sf ^ sg);
+        ptx::add_cc(p[0], p[0], q[0] ^ m);
+#pragma unroll
+        for (int i = 1; i <= N; i++) ptx::addc_cc(p[i], p[i], q[i] ^ m);
+        // + 1 to finish negating q when subtracting: added as a second chain.
+        ptx::add_cc(p[0], p[0], m & 1);
+#pragma unroll
+        for (int i = 1; i <= N; i++) ptx::addc_cc(p[i], p[i], 0);
+        const uint32_t nd = 0 - (p[N] >> 31);
+        ptx::add_cc(p[0], p[0] ^ nd, nd & 1);
+#pragma unroll
+        for (int i = 1; i <= N; i++) ptx::addc_cc(p[i], p[i] ^ nd, 0);
+#pragma unroll
+        for (int i = 0; i < N; i++) o[i] = ptx::shr_pair(p[i], p[i + 1], GCD_STEPS);
+        return (sf ^ (nd & 1)) != 0;
+    }
+
+    // (x f + y g) / 2^30 mod p into o, for x, y < p and |f|, |g| <= 2^30 in two's complement.
+    __device__ __forceinline__ static void combine_mod(const uint32_t (&x)[N], const uint32_t (&y)[N], uint32_t f,
+                                                       uint32_t g, uint32_t (&o)[N]) {
+        const uint32_t sf = f >> 31, sg = g >> 31;
+        // x f = (p - x) |f| mod p when f < 0: both products nonnegative, their sum under 2^31 p.
+        uint32_t xs[N], ys[N];
+        neg_mod_if(x, sf, xs);
+        neg_mod_if(y, sg, ys);
+        uint32_t t[N + 1], s[N + 1];
+        mul_word(xs, (f ^ (0 - sf)) + sf, t);
+        mul_word(ys, (g ^ (0 - sg)) + sg, s);
+        ptx::add_cc(t[0], t[0], s[0]);
+#pragma unroll
+        for (int i = 1; i <= N; i++) ptx::addc_cc(t[i], t[i], s[i]);
+        // t + k p with k = -t / p mod 2^30 is a multiple of 2^30; the quotient is below 3p (which may
+        // take a bit more than N limbs: Fr's 3p does).
+        const uint32_t k = (t[0] * P::INV) & ((1u << GCD_STEPS) - 1);
+        uint32_t kp[N + 1];
+        uint32_t mod[N];
+#pragma unroll
+        for (int i = 0; i < N; i++) mod[i] = P::mod(i);
+        mul_word(mod, k, kp);
+        ptx::add_cc(t[0], t[0], kp[0]);
+#pragma unroll
+        for (int i = 1; i <= N; i++) ptx::addc_cc(t[i], t[i], kp[i]);
+#pragma unroll
+        for (int i = 0; i < N; i++) o[i] = ptx::shr_pair(t[i], t[i + 1], GCD_STEPS);
+        reduce_once(o, t[N] >> GCD_STEPS);
+        reduce_once(o, 0);
+    }
+
+    // o = p - x when neg (x < p, so o <= p), else x.
+    __device__ __forceinline__ static void neg_mod_if(const uint32_t (&x)[N], uint32_t neg, uint32_t (&o)[N]) {
+        uint32_t d[N];
+        ptx::sub_cc(d[0], P::mod(0), x[0]);
+#pragma unroll
+        for (int i = 1; i < N; i++) ptx::subc_cc(d[i], P::mod(i), x[i]);
+#pragma unroll
+        for (int i = 0; i < N; i++) o[i] = neg ? d[i] : x[i];
+    }
+
+   public:
+
+    // 1/x by the binary extended Euclidean algorithm on the full numbers; the inverse of 0 is 0.
+    // Variable time (public data only). The MSM used it before `inverse_vartime`; kept as the
+    // baseline that field_test.cu's inversion benchmark measures against. A step is shifts,
+    // subtractions and selects and one row of multiplications.
     //
     // With A = x's limbs (x R mod p), u = A, v = p, x1 = R^2 mod p and x2 = 0 keep x1 A = u R^2 and
     // x2 A = v R^2 (mod p), gcd(u, v) = 1 and v odd. A step strips u's trailing zeros, k at a time
     // (x1 / 2^k: x1 + m p with m = -x1/p mod 2^k, shifted; below 2p, then reduced), makes u >= v by
     // swapping the pairs, and subtracts v from u and x2 from x1, which leaves u even. When u or v
     // reaches 1 its x is R^2 / A = R / x, the Montgomery form of 1/x. About 0.7 steps per bit.
-    __device__ __forceinline__ Fp inverse_vartime() const {
+    __device__ __forceinline__ Fp inverse_euclid() const {
         if (is_zero()) return zero();
         const uint32_t(&limbs)[N] = this->v;
         uint32_t u[N], v[N], x1[N], x2[N];

@@ -59,6 +59,12 @@ __device__ __forceinline__ uint32_t ctz(uint32_t x) {
     asm("brev.b32 %0, %1;\n\tclz.b32 %0, %0;" : "=r"(r) : "r"(x));
     return r;
 }
+// Leading zero bits of x (32 for 0).
+__device__ __forceinline__ uint32_t clz(uint32_t x) {
+    uint32_t r;
+    asm("clz.b32 %0, %1;" : "=r"(r) : "r"(x));
+    return r;
+}
 // The low word of (hi:lo) >> (k mod 32).
 __device__ __forceinline__ uint32_t shr_pair(uint32_t lo, uint32_t hi, uint32_t k) {
     uint32_t r;
@@ -69,6 +75,7 @@ __device__ __forceinline__ uint32_t shr_pair(uint32_t lo, uint32_t hi, uint32_t 
 #else
 
 inline uint32_t ctz(uint32_t x) { return x ? (uint32_t)__builtin_ctz(x) : 32; }
+inline uint32_t clz(uint32_t x) { return x ? (uint32_t)__builtin_clz(x) : 32; }
 inline uint32_t shr_pair(uint32_t lo, uint32_t hi, uint32_t k) {
     return (uint32_t)((((uint64_t)hi << 32) | lo) >> (k & 31));
 }

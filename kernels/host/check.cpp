@@ -12,6 +12,8 @@
 // `cases`, and per case the words threads, points, buckets, then the points (affine), each bucket's
 // entry count and the entries (point index | sign << 31, sorted by bucket). Out: each bucket's sum (the
 // round's partials added as the later rounds do), in XYZZ.
+// Then the word m and m Fq elements: each one's inverse_vartime (the inversion's awkward inputs at
+// volume: small and near-p values, powers of two, in both canonical and Montgomery limbs).
 #include <cstdio>
 #include <vector>
 
@@ -102,10 +104,21 @@ static bool batch_round() {
     return true;
 }
 
+static bool inverses() {
+    uint32_t m;
+    if (!read(m)) return false;
+    for (uint32_t i = 0; i < m; i++) {
+        Fq a;
+        if (!read(a)) return false;
+        write(a.inverse_vartime());
+    }
+    return true;
+}
+
 int main() {
     uint32_t n;
     if (!read(n)) return 2;
-    const bool ok =
-        fields<Fr>(n) && fields<Fq>(n) && fields<Fq2>(n) && curve<Fq>(n) && curve<Fq2>(n) && batch_round();
+    const bool ok = fields<Fr>(n) && fields<Fq>(n) && fields<Fq2>(n) && curve<Fq>(n) && curve<Fq2>(n) &&
+                    batch_round() && inverses();
     return ok ? 0 : 3;
 }

@@ -99,6 +99,7 @@ fn field_throughput(b: &CudaBackend, rows: &mut Vec<Row>) -> Result<(), CudaErro
     });
     let ms = time_gpu(b, 5, || kernels::fq_mul_bench(gpu, s, &dfq, &mut ofq, iters))?;
     let rate = muls / (ms / 1e3);
+    let fq_rate = rate;
     rows.push(Row {
         what: "Fq mul throughput".into(),
         size: format!("{muls:.2e} muls"),
@@ -110,6 +111,22 @@ fn field_throughput(b: &CudaBackend, rows: &mut Vec<Row>) -> Result<(), CudaErro
             IMAD_CEILING / 588.0
         ),
     });
+    // Inversions side by side: 2^18 threads of 8 dependent ones each, in multiplications' worth.
+    let (inv_threads, inv_iters) = (1usize << 18, 8u32);
+    let inversions = (inv_threads as f64) * inv_iters as f64;
+    let dinv = gpu.upload(s, &fq[..inv_threads])?;
+    let mut oinv: CudaSlice<GpuFq> = gpu.zeros(s, inv_threads)?;
+    for method in [kernels::FqInverse::Vartime, kernels::FqInverse::Euclid, kernels::FqInverse::Fermat] {
+        let ms = time_gpu(b, 5, || kernels::fq_inv_bench(gpu, s, &dinv, &mut oinv, inv_iters, method))?;
+        let per = ms / 1e3 / inversions;
+        rows.push(Row {
+            what: format!("Fq inverse throughput ({method:?})"),
+            size: format!("{inversions:.2e} inversions"),
+            gpu_ms: ms,
+            cpu_ms: None,
+            note: format!("{:.3e} inv/s; one costs {:.0} Fq multiplications", 1.0 / per, per * fq_rate),
+        });
+    }
     Ok(())
 }
 

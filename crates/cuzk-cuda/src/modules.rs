@@ -153,6 +153,7 @@ pub(crate) struct FieldKernels {
     pub(crate) fq2_ops: CudaFunction,
     pub(crate) fr_mul_bench: CudaFunction,
     pub(crate) fq_mul_bench: CudaFunction,
+    pub(crate) fq_inv_bench: CudaFunction,
 }
 
 #[cfg(feature = "bench-kernels")]
@@ -165,6 +166,7 @@ impl FieldKernels {
             fq2_ops: function(&m, "fq2_ops")?,
             fr_mul_bench: function(&m, "fr_mul_bench")?,
             fq_mul_bench: function(&m, "fq_mul_bench")?,
+            fq_inv_bench: function(&m, "fq_inv_bench")?,
         })
     }
 }

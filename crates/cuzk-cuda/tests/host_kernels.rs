@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 use ark_bls12_381::{Fq, Fq2, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use ark_ec::{AffineRepr, CurveGroup};
-use ark_ff::{AdditiveGroup, BigInt, Field, One, UniformRand, Zero};
+use ark_ff::{AdditiveGroup, BigInt, BigInteger, Field, One, PrimeField, UniformRand, Zero};
 use cuzk_field::{DeviceFq, DeviceFr, DeviceG1Affine, DeviceG2Affine, DeviceRepr};
 use cuzk_testkit::seeded_rng;
 use rand::{rngs::StdRng, Rng};
@@ -177,6 +177,11 @@ fn kernel_arithmetic_on_the_host_matches_arkworks() {
     for case in &cases {
         input.extend(case.input());
     }
+    let inverses = inversion_inputs(&mut rng);
+    input.extend((inverses.len() as u32).to_le_bytes());
+    for a in &inverses {
+        input.extend(fq_bytes(a));
+    }
     let mut child = Command::new(binary())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -247,7 +252,35 @@ fn kernel_arithmetic_on_the_host_matches_arkworks() {
             );
         }
     }
+    for (i, a) in inverses.iter().enumerate() {
+        assert_eq!(r.fq(), a.inverse().unwrap_or_default(), "inverse_vartime of input {i}: {a}");
+    }
     assert_eq!(r.1, r.0.len(), "host check wrote more than expected");
+}
+
+/// Inputs for the variable-time inversion beyond the field pairs': small values and p minus small
+/// values, powers of two and their neighbours, each as an element and as raw Montgomery limbs (so the
+/// algorithm itself meets them), then random elements.
+fn inversion_inputs(rng: &mut StdRng) -> Vec<Fq> {
+    let mut special: Vec<BigInt<6>> = Vec::new();
+    for k in 1..=300u64 {
+        special.push(BigInt::from(k));
+        let mut near_p = Fq::MODULUS;
+        near_p.0[0] -= k;
+        special.push(near_p);
+    }
+    for k in 0..381u32 {
+        let mut x = BigInt::<6>::zero();
+        x.0[(k / 64) as usize] = 1 << (k % 64);
+        special.push(x);
+        let mut below = x;
+        below.sub_with_borrow(&BigInt::one());
+        special.push(below);
+    }
+    let mut v: Vec<Fq> =
+        special.iter().filter(|x| !x.is_zero()).flat_map(|x| [Fq::from(*x), Fq::new_unchecked(*x)]).collect();
+    v.extend((0..8000).map(|_| Fq::rand(rng)));
+    v
 }
 
 /// A sorted batch for the MSM's batched affine round: `threads` threads, bucket sizes and, per bucket,

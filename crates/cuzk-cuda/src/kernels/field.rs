@@ -9,10 +9,13 @@ use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
 use super::{count, elementwise, expect_len};
 use crate::{CudaError, DriverContext, Gpu, GpuFq, GpuFq2, GpuFr};
 
-/// Outputs per element of `fr_ops` / `fq_ops`: add, sub, mul, sqr, neg, inverse, to_mont, from_mont.
-pub const FIELD_OPS: usize = 8;
-/// Outputs per element of `fq2_ops`: add, sub, mul, sqr, neg, inverse.
-pub const FQ2_OPS: usize = 6;
+/// Outputs per element of `fr_ops` / `fq_ops`: add, sub, mul, sqr, neg, inverse (Fermat's), to_mont,
+/// from_mont, and the inverse again by each variable-time method (`inverse_vartime`, the MSM's, and
+/// `inverse_euclid`).
+pub const FIELD_OPS: usize = 10;
+/// Outputs per element of `fq2_ops`: add, sub, mul, sqr, neg, inverse, and the inverse again by
+/// `inverse_vartime`.
+pub const FQ2_OPS: usize = 7;
 
 macro_rules! field_ops {
     ($(#[$doc:meta])* $name:ident, $ty:ty, $kernel:ident, $ops:expr) => {
@@ -37,8 +40,9 @@ macro_rules! field_ops {
 }
 
 field_ops!(
-    /// For each `i`: `out[8i..8i+8]` = add, sub, mul, sqr, neg, inverse of `a[i]`, `b[i]` in Fr, then
-    /// `to_mont(a[i])` (reading `a[i]` as canonical limbs) and `from_mont(a[i])`.
+    /// For each `i`: `out[10i..10i+10]` = add, sub, mul, sqr, neg, inverse of `a[i]`, `b[i]` in Fr,
+    /// then `to_mont(a[i])` (reading `a[i]` as canonical limbs), `from_mont(a[i])`, and the inverse
+    /// of `a[i]` by the two variable-time methods.
     fr_ops, GpuFr, fr_ops, FIELD_OPS
 );
 field_ops!(
@@ -46,7 +50,8 @@ field_ops!(
     fq_ops, GpuFq, fq_ops, FIELD_OPS
 );
 field_ops!(
-    /// For each `i`: `out[6i..6i+6]` = add, sub, mul, sqr, neg, inverse in Fq2.
+    /// For each `i`: `out[7i..7i+7]` = add, sub, mul, sqr, neg, inverse in Fq2, and the inverse by
+    /// the variable-time method.
     fq2_ops, GpuFq2, fq2_ops, FQ2_OPS
 );
 
@@ -79,3 +84,43 @@ mul_bench!(
     /// Throughput probe: `2 * iters` Fq multiplications per element (two dependent chains).
     fq_mul_bench, GpuFq
 );
+
+/// How `fq_inv_bench` inverts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FqInverse {
+    /// `inverse_vartime`: the binary GCD on 62-bit approximations the MSM uses.
+    Vartime = 0,
+    /// `inverse_euclid`: the binary extended Euclid on full numbers, its predecessor.
+    Euclid = 1,
+    /// Fermat's `x^(p-2)`.
+    Fermat = 2,
+}
+
+/// Throughput probe: `iters` dependent Fq inversions per element by `method`.
+pub fn fq_inv_bench(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    a: &CudaSlice<GpuFq>,
+    out: &mut CudaSlice<GpuFq>,
+    iters: u32,
+    method: FqInverse,
+) -> Result<(), CudaError> {
+    expect_len("fq_inv_bench", a.len(), out.len())?;
+    let n = count("fq_inv_bench", a.len())?;
+    let f = &gpu.field_kernels()?.fq_inv_bench;
+    let kind = method as u32;
+    // SAFETY: matches `fq_inv_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters, uint32_t kind)`;
+    // both have n elements.
+    unsafe {
+        stream
+            .launch_builder(f)
+            .arg(a)
+            .arg(out)
+            .arg(&n)
+            .arg(&iters)
+            .arg(&kind)
+            .launch(elementwise(n as usize))
+    }
+    .during("fq_inv_bench")?;
+    Ok(())
+}

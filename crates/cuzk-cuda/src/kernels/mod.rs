@@ -15,7 +15,9 @@ mod ntt;
 pub(crate) mod r1cs;
 
 #[cfg(feature = "bench-kernels")]
-pub use field::{fq2_ops, fq_mul_bench, fq_ops, fr_mul_bench, fr_ops, FIELD_OPS, FQ2_OPS};
+pub use field::{
+    fq2_ops, fq_inv_bench, fq_mul_bench, fq_ops, fr_mul_bench, fr_ops, FqInverse, FIELD_OPS, FQ2_OPS,
+};
 pub use ntt::{
     bit_reverse, fill_powers, ntt_pass, ntt_pass_turn, quotient, scale, Decimation, PowerTable, ScaleAt,
     MAX_PASS_STAGES,
