@@ -34,8 +34,8 @@ const GPU_TESTS: [&str; 13] = [
 const GPU_TEST_BINARIES: [(&str, &str); 2] = [("gpu", "gpu-tests"), ("gpu_engine", "gpu-engine-tests")];
 
 /// Builds the GPU test and bench binaries (kernels embedded, gzipped) into `.gpu-bundle/` with `run.sh`,
-/// for a GPU host without a Rust toolchain: `.gpu-bundle/run.sh OUTDIR` unpacks and runs them all and
-/// writes a summary; `.gpu-bundle/run.sh --unpack` only unpacks them.
+/// for a GPU host without a Rust toolchain: `.gpu-bundle/run.sh OUTDIR [PART...]` unpacks and runs
+/// them (all, or the parts named) and writes a summary; `.gpu-bundle/run.sh --unpack` only unpacks them.
 pub(crate) fn bundle(root: &Path) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(&cargo)
@@ -111,9 +111,11 @@ pub(crate) fn bundle(root: &Path) -> Result<(), String> {
 }
 
 const RUN_SH: &str = r##"#!/usr/bin/env bash
-# The cuzk GPU suite and benchmarks. Usage: run.sh OUTDIR. Writes gpu-tests.log, bench.md, bench.json,
-# ntt-profile.txt, msm.md, msm.json, prove.json and summary.md into OUTDIR; exits non-zero if any test
-# or bench failed.
+# The cuzk GPU suite and benchmarks. Usage: run.sh OUTDIR [PART...], PART one of tests, engine, bench,
+# ntt, msm, prove (all of them when none is given, in that order; the whole run takes longer than one
+# 10-minute call, so a lease runs it in parts). Writes gpu-tests.log, bench.md, bench.json,
+# ntt-profile.txt, msm.md, msm.json, prove.json (those of the parts run) and summary.md into OUTDIR;
+# exits non-zero if any test or bench failed. `run.sh --unpack` only unpacks the binaries.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 for packed in "$here"/*.gz; do
@@ -121,22 +123,28 @@ for packed in "$here"/*.gz; do
 done
 [ "${1:-}" = "--unpack" ] && exit 0
 out=${1:-$PWD/gpu-out}
+shift || true
+parts=" ${*:-tests engine bench ntt msm prove} "
+for p in $parts; do
+  case $p in tests|engine|bench|ntt|msm|prove) ;; *) echo "run.sh: unknown part '$p'" >&2; exit 2 ;; esac
+done
+want() { [[ $parts == *" $1 "* ]]; }
 mkdir -p "$out"
 status=0
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/device.txt" 2>&1 || true
-"$here/gpu-tests" --test-threads=1 2>&1 | tee "$out/gpu-tests.log" || status=1
-"$here/gpu-engine-tests" --test-threads=1 2>&1 | tee -a "$out/gpu-tests.log" || status=1
-"$here/gpu_bench" --json "$out/bench.json" 2>&1 | tee "$out/bench.md" || status=1
-"$here/ntt_profile" 20 24 2>&1 | tee "$out/ntt-profile.txt" || status=1
-"$here/msm_bench" --json "$out/msm.json" 2>&1 | tee "$out/msm.md" || status=1
-"$here/cuzk" bench --backend cuda -k 20 -p 2 --repeat 3 --json > "$out/prove.json" || status=1
+if want tests; then "$here/gpu-tests" --test-threads=1 2>&1 | tee -a "$out/gpu-tests.log" || status=1; fi
+if want engine; then "$here/gpu-engine-tests" --test-threads=1 2>&1 | tee -a "$out/gpu-tests.log" || status=1; fi
+if want bench; then "$here/gpu_bench" --json "$out/bench.json" 2>&1 | tee "$out/bench.md" || status=1; fi
+if want ntt; then "$here/ntt_profile" 20 24 2>&1 | tee "$out/ntt-profile.txt" || status=1; fi
+if want msm; then "$here/msm_bench" --json "$out/msm.json" 2>&1 | tee "$out/msm.md" || status=1; fi
+if want prove; then
+  "$here/cuzk" bench --backend cuda -k 20 -p 2 --repeat 3 --json > "$out/prove.json" || status=1
+fi
 {
-  echo "# cuzk GPU run, $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "# cuzk GPU run, $(date -u +%Y-%m-%dT%H:%MZ), parts:$parts"
   cat "$out/device.txt"
-  grep -E "^test result|FAILED|panicked" "$out/gpu-tests.log"
-  cat "$out/bench.md"
-  cat "$out/msm.md"
-  cat "$out/prove.json"
+  [ -e "$out/gpu-tests.log" ] && grep -E "^test result|FAILED|panicked" "$out/gpu-tests.log"
+  for f in bench.md msm.md prove.json; do [ -e "$out/$f" ] && cat "$out/$f"; done
 } > "$out/summary.md"
 exit $status
 "##;
