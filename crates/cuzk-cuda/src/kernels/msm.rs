@@ -356,8 +356,8 @@ pub(crate) fn batch_chains<C: Curve>() -> u32 {
     }
 }
 
-/// Scratch words of one chain of `G_sum_batch` beside its affine accumulator: its prefix product (one
-/// coordinate, in u64 words) and its `Chain` record (four u32 words).
+/// u64 words of one chain's prefix product in `G_sum_batch`'s scratch (one coordinate; beside it each
+/// chain has its affine accumulator and a `Chain` record of four u32 words).
 pub(crate) fn batch_prefix_words<C: Curve>() -> usize {
     std::mem::size_of::<C::DeviceBase>() / 8
 }

@@ -105,10 +105,10 @@ pub(crate) fn reduce<C: Curve>(
     reduce_rows::<C>(gpu, ck, stream, partials, 1, ones, &mut sums.slice_mut(windows as usize..), probe)?;
 
     // First round: the windows' entries in `pieces` equal runs, whatever buckets they fall in; one
-    // per thread, or with batched affine additions many per thread.
-    let (pieces, batch_threads) = match plan.first_round {
-        // `Auto` never reaches here (the plan resolves it); it would mean the XYZZ round.
-        FirstRound::Xyzz | FirstRound::Auto => (plan.pieces, 0),
+    // per thread, or with batched affine additions (threads, chains per thread) many per thread.
+    // `Auto` never reaches here (the plan resolves it); it would mean the XYZZ round.
+    let batched = match plan.first_round {
+        FirstRound::Xyzz | FirstRound::Auto => None,
         FirstRound::BatchAffine => {
             let chains = plan.batch_chains.unwrap_or_else(k::batch_chains::<C>);
             if !(1..=1024).contains(&chains) {
@@ -118,10 +118,10 @@ pub(crate) fn reduce<C: Curve>(
                     reason: "batched affine chains per thread must be 1..=1024",
                 });
             }
-            let threads = batch_threads::<C>(gpu, plan, bases.len(), chains);
-            (threads * chains, threads)
+            Some((batch_threads::<C>(gpu, plan, bases.len(), chains), chains))
         }
     };
+    let pieces = batched.map_or(plan.pieces, |(threads, chains)| threads * chains);
     let mut items = pieces as usize + buckets as usize;
     let mut next = Segments {
         count: gpu.scratch().take::<u32>(stream, buckets as usize)?,
@@ -130,8 +130,8 @@ pub(crate) fn reduce<C: Curve>(
     k::flat_counts(gpu, stream, sorted.seg.as_ref(), buckets, pieces, &mut next.count, &mut next.off, probe)?;
     // Slots no thread writes are never read: msm_flat_counts points each bucket at its written ones.
     let mut data = gpu.scratch().take::<Xyzz<C>>(stream, items)?;
-    match plan.first_round {
-        FirstRound::Xyzz | FirstRound::Auto => k::sum_affine(
+    match batched {
+        None => k::sum_affine(
             gpu,
             ck,
             stream,
@@ -143,11 +143,11 @@ pub(crate) fn reduce<C: Curve>(
             &mut data,
             probe,
         )?,
-        FirstRound::BatchAffine => {
-            let chains = pieces as usize;
-            let mut acc = gpu.scratch().take::<GpuAffine<C>>(stream, chains)?;
-            let mut prefix = gpu.scratch().take::<u64>(stream, chains * k::batch_prefix_words::<C>())?;
-            let mut state = gpu.scratch().take::<u32>(stream, chains * 4)?;
+        Some((threads, chains)) => {
+            let mut acc = gpu.scratch().take::<GpuAffine<C>>(stream, pieces as usize)?;
+            let prefix_words = pieces as usize * k::batch_prefix_words::<C>();
+            let mut prefix = gpu.scratch().take::<u64>(stream, prefix_words)?;
+            let mut state = gpu.scratch().take::<u32>(stream, pieces as usize * 4)?;
             k::sum_batch(
                 gpu,
                 ck,
@@ -156,8 +156,8 @@ pub(crate) fn reduce<C: Curve>(
                 &sorted.entries,
                 sorted.seg.as_ref(),
                 buckets,
-                batch_threads,
-                pieces / batch_threads,
+                threads,
+                chains,
                 (&mut acc, &mut prefix, &mut state),
                 &mut data,
                 probe,

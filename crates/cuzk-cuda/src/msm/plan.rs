@@ -40,7 +40,7 @@ pub enum FirstRound {
     Xyzz,
     /// Many pieces per thread, added in affine coordinates one step of all of them at a time, their
     /// inversions shared (Montgomery's trick: 5 multiplications and a squaring per addition, and one
-    /// multiplier-free inversion per step).
+    /// inversion per step for all of them).
     BatchAffine,
 }
 
