@@ -29,12 +29,12 @@ __device__ __forceinline__ void all_ops(const F* a, const F* b, F* out, uint32_t
 extern "C" __global__ void fr_ops(const Fr* a, const Fr* b, Fr* out, uint32_t n) { all_ops(a, b, out, n); }
 extern "C" __global__ void fq_ops(const Fq* a, const Fq* b, Fq* out, uint32_t n) { all_ops(a, b, out, n); }
 
-// Fq2: add, sub, mul, sqr, neg, inverse, inverse_vartime.
+// Fq2: add, sub, mul, sqr, neg, inverse, inverse_vartime, inverse_euclid.
 extern "C" __global__ void fq2_ops(const Fq2* a, const Fq2* b, Fq2* out, uint32_t n) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const Fq2 x = a[i], y = b[i];
-    Fq2* o = out + (size_t)i * 7;
+    Fq2* o = out + (size_t)i * 8;
     o[0] = x + y;
     o[1] = x - y;
     o[2] = x * y;
@@ -42,6 +42,7 @@ extern "C" __global__ void fq2_ops(const Fq2* a, const Fq2* b, Fq2* out, uint32_
     o[4] = -x;
     o[5] = x.inverse();
     o[6] = x.inverse_vartime();
+    o[7] = x.inverse_euclid();
 }
 
 // Throughput: each thread runs two independent chains of `iters` dependent multiplications (so two

@@ -37,9 +37,13 @@ struct Fq2 {
         return {c0 * t, -(c1 * t)};
     }
 
-    // The same, with Fq's variable-time inversion (public data only).
+    // The same, with one of Fq's variable-time inversions (public data only).
     __device__ __forceinline__ Fq2 inverse_vartime() const {
         const Fq t = (c0.sqr() + c1.sqr()).inverse_vartime();
+        return {c0 * t, -(c1 * t)};
+    }
+    __device__ __forceinline__ Fq2 inverse_euclid() const {
+        const Fq t = (c0.sqr() + c1.sqr()).inverse_euclid();
         return {c0 * t, -(c1 * t)};
     }
 };

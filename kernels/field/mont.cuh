@@ -237,7 +237,11 @@ struct alignas(16) Fp {
     // p (the division by 2^30 done as Montgomery's). a reaches 0 within (2 bits(p) - 1) / 30 rounds
     // (the optimised binary GCD's bound), and then b = 1 and w = R^2 / A, the Montgomery form of 1/x.
     // A round is a few hundred 32-bit operations on 64-bit words and four rows of multiplications;
-    // the binary Euclid above spends about as much on every step of ~2 bits.
+    // the binary Euclid below spends about as much on every step of ~2 bits. On the H200 it is twice
+    // as fast as inverse_euclid alone (gpu_bench), but 1.7 times slower inside the MSM's batched
+    // round, whose few warps per multiprocessor cannot hide the latency of its 30 dependent decisions
+    // per round (the Euclid's full-width steps are independent limb operations), so the MSM does not
+    // use it (docs/benchmarks/cuda-msm.md).
     __device__ __forceinline__ Fp inverse_vartime() const {
         if (is_zero()) return zero();
         uint32_t a[N], b[N], u[N], w[N];
@@ -418,9 +422,9 @@ struct alignas(16) Fp {
    public:
 
     // 1/x by the binary extended Euclidean algorithm on the full numbers; the inverse of 0 is 0.
-    // Variable time (public data only). The MSM used it before `inverse_vartime`; kept as the
-    // baseline that field_test.cu's inversion benchmark measures against. A step is shifts,
-    // subtractions and selects and one row of multiplications.
+    // Variable time (public data only): the MSM's inversion (its batched first round and the table
+    // builder), measured faster there than inverse_vartime. A step is shifts, subtractions and
+    // selects and one row of multiplications.
     //
     // With A = x's limbs (x R mod p), u = A, v = p, x1 = R^2 mod p and x2 = 0 keep x1 A = u R^2 and
     // x2 A = v R^2 (mod p), gcd(u, v) = 1 and v odd. A step strips u's trailing zeros, k at a time

@@ -12,8 +12,9 @@
 // `cases`, and per case the words threads, points, buckets, then the points (affine), each bucket's
 // entry count and the entries (point index | sign << 31, sorted by bucket). Out: each bucket's sum (the
 // round's partials added as the later rounds do), in XYZZ.
-// Then the word m and m Fq elements: each one's inverse_vartime (the inversion's awkward inputs at
-// volume: small and near-p values, powers of two, in both canonical and Montgomery limbs).
+// Then the word m and m Fq elements: each one's inverse_vartime and inverse_euclid (the inversions'
+// awkward inputs at volume: small and near-p values, powers of two, in both canonical and Montgomery
+// limbs).
 #include <cstdio>
 #include <vector>
 
@@ -111,6 +112,7 @@ static bool inverses() {
         Fq a;
         if (!read(a)) return false;
         write(a.inverse_vartime());
+        write(a.inverse_euclid());
     }
     return true;
 }

@@ -7,9 +7,8 @@
 // Montgomery's trick shares one inversion among many additions for 3 more multiplications each. So a
 // thread here runs K chains at once: chain k is piece v = k * threads + t of the entries (the same
 // equal pieces as the XYZZ round's, K times as many), and every step adds each chain's next entry into
-// its affine accumulator, all K additions with one inversion (Fp::inverse_vartime, a binary GCD on
-// 62-bit approximations: its cost per step, spread over K additions, decides how many chains pay; see
-// docs/benchmarks/cuda-msm.md). A chain's accumulator, its prefix product and its place live in scratch memory,
+// its affine accumulator, all K additions with one inversion (Fp::inverse_euclid: its cost per step,
+// spread over K additions, decides how many chains pay; see docs/benchmarks/cuda-msm.md). A chain's accumulator, its prefix product and its place live in scratch memory,
 // laid out by chain so that a warp's accesses are contiguous. When a chain reaches a bucket's end it
 // writes its accumulator to out[v + bucket], as the XYZZ round does, so the later rounds are shared.
 #pragma once
@@ -128,7 +127,7 @@ __device__ __forceinline__ void sum_batch(uint32_t t, uint32_t threads, uint32_t
         }
         if (!any) continue;
         // Pass 2, backwards: 1/d of each chain from the inverse of all of them, and its sum.
-        F inv = run.inverse_vartime();
+        F inv = run.inverse_euclid();
         for (uint32_t k = K; k-- > 0;) {
             const uint32_t v = k * threads + t;
             if (!live(v, step)) continue;

@@ -290,7 +290,7 @@ __device__ __forceinline__ void table(const Affine<F>* bases, uint32_t stride, u
             row[j] = Affine<F>{F::zero(), F::zero()};
             continue;
         }
-        const F inv = acc.ZZZ.inverse_vartime();
+        const F inv = acc.ZZZ.inverse_euclid();
         const F t = acc.ZZ * inv;
         row[j] = Affine<F>{acc.X * t.sqr(), acc.Y * inv};
     }

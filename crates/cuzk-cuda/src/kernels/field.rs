@@ -10,12 +10,12 @@ use super::{count, elementwise, expect_len};
 use crate::{CudaError, DriverContext, Gpu, GpuFq, GpuFq2, GpuFr};
 
 /// Outputs per element of `fr_ops` / `fq_ops`: add, sub, mul, sqr, neg, inverse (Fermat's), to_mont,
-/// from_mont, and the inverse again by each variable-time method (`inverse_vartime`, the MSM's, and
-/// `inverse_euclid`).
+/// from_mont, and the inverse again by each variable-time method (`inverse_vartime` and
+/// `inverse_euclid`, the MSM's).
 pub const FIELD_OPS: usize = 10;
 /// Outputs per element of `fq2_ops`: add, sub, mul, sqr, neg, inverse, and the inverse again by
-/// `inverse_vartime`.
-pub const FQ2_OPS: usize = 7;
+/// `inverse_vartime` and by `inverse_euclid`.
+pub const FQ2_OPS: usize = 8;
 
 macro_rules! field_ops {
     ($(#[$doc:meta])* $name:ident, $ty:ty, $kernel:ident, $ops:expr) => {
@@ -88,9 +88,9 @@ mul_bench!(
 /// How `fq_inv_bench` inverts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FqInverse {
-    /// `inverse_vartime`: the binary GCD on 62-bit approximations the MSM uses.
+    /// `inverse_vartime`: the binary GCD on 62-bit approximations (faster alone, slower in the MSM).
     Vartime = 0,
-    /// `inverse_euclid`: the binary extended Euclid on full numbers, its predecessor.
+    /// `inverse_euclid`: the binary extended Euclid on full numbers, the MSM's.
     Euclid = 1,
     /// Fermat's `x^(p-2)`.
     Fermat = 2,
