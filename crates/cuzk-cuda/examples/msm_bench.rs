@@ -6,7 +6,7 @@
 //!
 //! `--first-rounds` times every variant with each way of doing the first summing round (`xyzz`
 //! accumulators, `batch` affine additions, `batch:K` with K chains per thread, or `auto`: batched from
-//! `BATCH_AFFINE_FROM` points, the default).
+//! `batch_affine_from(curve)` points, the default).
 //!
 //! `--tables` adds, after the plain variants, device-resident bases replaced by a table of `M`
 //! multiples per point for windows of `C` bits (`M = all`: every window in one set of buckets),

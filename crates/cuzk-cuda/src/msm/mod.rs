@@ -25,7 +25,7 @@ pub use cuzk_field::{Curve, G1, G2};
 
 pub(crate) use bases::{upload as upload_bases, MSM_RESERVE};
 pub use bases::{GpuBases, MsmBases, Points, Residency, Table};
-pub use plan::{FirstRound, MsmConfig, Plan, BATCH_AFFINE_FROM, MAX_WINDOW_BITS};
+pub use plan::{batch_affine_from, FirstRound, MsmConfig, Plan, MAX_WINDOW_BITS};
 
 use crate::gpu::ResultBuffer;
 use crate::profile::{Probe, DOWNLOAD};
@@ -123,7 +123,7 @@ pub fn msm_start<'g, C: Curve>(
         Some(t) => (Plan::with_multiples(batch_len, t.window_bits, t.multiples)?, t.multiples as usize),
         None => (Plan::new(batch_len, config.window_bits)?, 1),
     };
-    let plan = plan.with_first_round(config.first_round, config.batch_chains, batch_len);
+    let plan = plan.with_first_round(C::ID, config.first_round, config.batch_chains, batch_len);
     let ranges: Vec<std::ops::Range<usize>> =
         (0..n).step_by(batch_len).map(|s| s..(s + batch_len).min(n)).collect();
     let sort_batch = |r: &std::ops::Range<usize>, probe: &mut Probe| match bases.select {

@@ -1,6 +1,8 @@
 //! The shape of an MSM: its tuning ([`MsmConfig`]) and, per batch, the window width and the sizes
 //! of the bucket machinery ([`Plan`]).
 
+use cuzk_field::CurveId;
+
 use crate::kernels::msm::SUM_THREADS as BLOCK;
 use crate::CudaError;
 
@@ -24,14 +26,21 @@ impl Default for MsmConfig {
     }
 }
 
-/// Batches of at least this many points take [`FirstRound::BatchAffine`] under [`FirstRound::Auto`]
-/// (on the H200 at 2^24 points it is 15% faster for G1 and 25% for G2, docs/benchmarks/cuda-msm.md).
-pub const BATCH_AFFINE_FROM: usize = 1 << 20;
+/// Fewest points per batch that take [`FirstRound::BatchAffine`] under [`FirstRound::Auto`], per
+/// curve. On the H200 (docs/benchmarks/cuda-msm.md): at 2^24 points it is 15% faster for G1 and 25%
+/// for G2; G1 loses below 2^22 (2^20: 18.6 ms against 13.3, too few threads to hide its latency),
+/// G2 still gains at 2^20 (32.8 against 45.9 ms).
+pub const fn batch_affine_from(curve: CurveId) -> usize {
+    match curve {
+        CurveId::G1 => 1 << 22,
+        CurveId::G2 => 1 << 20,
+    }
+}
 
 /// How the first summing round adds the sorted points into bucket partials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FirstRound {
-    /// [`FirstRound::BatchAffine`] for batches of at least [`BATCH_AFFINE_FROM`] points, else
+    /// [`FirstRound::BatchAffine`] for batches of at least [`batch_affine_from`] points, else
     /// [`FirstRound::Xyzz`].
     #[default]
     Auto,
@@ -139,12 +148,18 @@ impl Plan {
         })
     }
 
-    /// This plan, for batches of `n` points, with its first summing round done by `first_round`
-    /// (`Auto` resolved by `n`), with `batch_chains` chains per thread when batched (`None`: the
-    /// curve's default).
-    pub fn with_first_round(self, first_round: FirstRound, batch_chains: Option<u32>, n: usize) -> Self {
+    /// This plan, for batches of `n` points of `curve`, with its first summing round done by
+    /// `first_round` (`Auto` resolved by `n` and the curve), with `batch_chains` chains per thread when
+    /// batched (`None`: the curve's default).
+    pub fn with_first_round(
+        self,
+        curve: CurveId,
+        first_round: FirstRound,
+        batch_chains: Option<u32>,
+        n: usize,
+    ) -> Self {
         let first_round = match first_round {
-            FirstRound::Auto if n >= BATCH_AFFINE_FROM => FirstRound::BatchAffine,
+            FirstRound::Auto if n >= batch_affine_from(curve) => FirstRound::BatchAffine,
             FirstRound::Auto => FirstRound::Xyzz,
             other => other,
         };
@@ -202,19 +217,23 @@ mod tests {
         assert_eq!(Plan::new(1 << 20, None).unwrap().c, 14);
         let p = Plan::new(1 << 20, None).unwrap();
         assert_eq!(p.first_round, FirstRound::Xyzz);
-        for (round, n, expected) in [
-            (FirstRound::Auto, BATCH_AFFINE_FROM, FirstRound::BatchAffine),
-            (FirstRound::Auto, BATCH_AFFINE_FROM - 1, FirstRound::Xyzz),
-            (FirstRound::Xyzz, 1 << 24, FirstRound::Xyzz),
-            (FirstRound::BatchAffine, 5, FirstRound::BatchAffine),
-        ] {
-            let q = p.with_first_round(round, Some(7), n);
-            assert_eq!(
-                (q.first_round, q.batch_chains, q.pieces),
-                (expected, Some(7), p.pieces),
-                "{round:?} {n}"
-            );
+        for curve in [CurveId::G1, CurveId::G2] {
+            let from = batch_affine_from(curve);
+            for (round, n, expected) in [
+                (FirstRound::Auto, from, FirstRound::BatchAffine),
+                (FirstRound::Auto, from - 1, FirstRound::Xyzz),
+                (FirstRound::Xyzz, 1 << 24, FirstRound::Xyzz),
+                (FirstRound::BatchAffine, 5, FirstRound::BatchAffine),
+            ] {
+                let q = p.with_first_round(curve, round, Some(7), n);
+                assert_eq!(
+                    (q.first_round, q.batch_chains, q.pieces),
+                    (expected, Some(7), p.pieces),
+                    "{curve:?} {round:?} {n}"
+                );
+            }
         }
+        assert!(batch_affine_from(CurveId::G2) <= batch_affine_from(CurveId::G1));
         assert!(Plan::new(10, Some(1)).is_err());
         assert!(Plan::new(10, Some(25)).is_err());
     }
