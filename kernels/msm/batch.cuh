@@ -7,8 +7,8 @@
 // Montgomery's trick shares one inversion among many additions for 3 more multiplications each. So a
 // thread here runs K chains at once: chain k is piece v = k * threads + t of the entries (the same
 // equal pieces as the XYZZ round's, K times as many), and every step adds each chain's next entry into
-// its affine accumulator, all K additions with one inversion (Fp::inverse_euclid: its cost per step,
-// spread over K additions, decides how many chains pay; see docs/benchmarks/cuda-msm.md). A chain's accumulator, its prefix product and its place live in scratch memory,
+// its affine accumulator, all K additions sharing one inversion (Fp::inverse_euclid, whose cost per
+// step decides how many chains pay). A chain's accumulator, prefix product and place are in scratch,
 // laid out by chain so that a warp's accesses are contiguous. When a chain reaches a bucket's end it
 // writes its accumulator to out[v + bucket], as the XYZZ round does, so the later rounds are shared.
 #pragma once
