@@ -32,20 +32,16 @@ struct Fq2 {
     __device__ __forceinline__ Fq2 sqr() const { return fq2_sqr(*this); }
 
     // 1/(a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2); the inverse of 0 is 0.
-    __device__ __forceinline__ Fq2 inverse() const {
-        const Fq t = (c0.sqr() + c1.sqr()).inverse();
-        return {c0 * t, -(c1 * t)};
-    }
+    __device__ __forceinline__ Fq2 inverse() const { return conjugate_over(norm().inverse()); }
 
     // The same, with one of Fq's variable-time inversions (public data only).
-    __device__ __forceinline__ Fq2 inverse_vartime() const {
-        const Fq t = (c0.sqr() + c1.sqr()).inverse_vartime();
-        return {c0 * t, -(c1 * t)};
-    }
-    __device__ __forceinline__ Fq2 inverse_euclid() const {
-        const Fq t = (c0.sqr() + c1.sqr()).inverse_euclid();
-        return {c0 * t, -(c1 * t)};
-    }
+    __device__ __forceinline__ Fq2 inverse_vartime() const { return conjugate_over(norm().inverse_vartime()); }
+    __device__ __forceinline__ Fq2 inverse_euclid() const { return conjugate_over(norm().inverse_euclid()); }
+
+   private:
+    __device__ __forceinline__ Fq norm() const { return c0.sqr() + c1.sqr(); }
+    // (a0 - a1 u) t, with t the norm's inverse.
+    __device__ __forceinline__ Fq2 conjugate_over(const Fq& t) const { return {c0 * t, -(c1 * t)}; }
 };
 
 // Karatsuba: (a0 + a1 u)(b0 + b1 u) = (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u.

@@ -28,8 +28,8 @@ impl Default for MsmConfig {
 
 /// Fewest points per batch that take [`FirstRound::BatchAffine`] under [`FirstRound::Auto`], per
 /// curve. On the H200 (docs/benchmarks/cuda-msm.md): at 2^24 points it is 15% faster for G1 and 25%
-/// for G2; G1 loses below 2^22 (2^20: 18.6 ms against 13.3, too few threads to hide its latency),
-/// G2 still gains at 2^20 (32.8 against 45.9 ms).
+/// for G2; G1 loses below 2^22 (2^20: 18.9 ms against 13.4, too few threads to hide its latency),
+/// G2 still gains at 2^20 (32.1 against 45.8 ms).
 pub const fn batch_affine_from(curve: CurveId) -> usize {
     match curve {
         CurveId::G1 => 1 << 22,
