@@ -259,6 +259,9 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
         for (device, t) in key.msm_tables() {
             eprintln!("note: GPU {device}: {t}");
         }
+        for m in key.device_memory() {
+            eprintln!("note: {m}");
+        }
     }
     let randomness: Vec<(Fr, Fr)> =
         (0..partitions.len()).map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();

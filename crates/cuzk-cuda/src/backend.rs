@@ -286,10 +286,32 @@ impl CudaBackend {
         variables: usize,
         want: usize,
     ) -> Result<usize, CudaError> {
-        let (free, _) = self.gpu.memory()?;
-        let held = self.arena.slots_held(domain, variables);
         // The reserve is for the MSMs' buffers: what the workspace already holds is part of it.
         let reserve = MSM_RESERVE.saturating_sub(self.gpu.scratch().owned_bytes());
+        self.reserve_slots_leaving(domain, variables, want, reserve)
+    }
+
+    /// [`CudaBackend::reserve_partition_slots`] for `key`'s partitions, keeping free only what
+    /// `key`'s MSM buffers still need beyond what the shelves hold ([`CudaBackend::msm_workspace_estimate`]
+    /// less their bytes): after [`CudaBackend::reserve_msm_workspace`], next to nothing.
+    pub fn reserve_partition_slots_for(
+        &self,
+        key: &PreparedKey<CudaBackend>,
+        want: usize,
+    ) -> Result<usize, CudaError> {
+        let reserve = self.msm_workspace_estimate(key)?.saturating_sub(self.gpu.scratch().owned_bytes());
+        self.reserve_slots_leaving(key.domain_size(), key.variables(), want, reserve)
+    }
+
+    fn reserve_slots_leaving(
+        &self,
+        domain: usize,
+        variables: usize,
+        want: usize,
+        reserve: usize,
+    ) -> Result<usize, CudaError> {
+        let (free, _) = self.gpu.memory()?;
+        let held = self.arena.slots_held(domain, variables);
         let fit = arena::slots_that_fit(free, reserve, domain, variables).saturating_add(held);
         if fit == 0 {
             return Err(CudaError::OutOfMemory {

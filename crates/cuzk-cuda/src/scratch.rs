@@ -11,7 +11,9 @@
 //! back to back do not wait on each other (the second one's sort on the side stream would otherwise wait
 //! for the first one's sums on the compute stream to finish reading the same buffer), a shelf hands out
 //! its buffers in turn (first back, first out) and grows to at least [`SPARE`] buffers before it
-//! reuses one.
+//! reuses one. Buffers only the compute stream touches ([`Scratch::take_serial`]: the bucket sums'
+//! partials, the batched round's chains) gain nothing from a second one, as the MSMs on that stream
+//! run one after another anyway: their shelves reuse a buffer as soon as it is back.
 
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, VecDeque};
@@ -63,11 +65,12 @@ impl<B> Shelves<B> {
         Self { shelves: HashMap::new(), free_bytes: 0, owned_bytes: 0, kept_bytes, misses: 0 }
     }
 
-    /// A buffer for `key` from its shelf, or `None` when the caller must allocate one (counted as
-    /// owned from now on; [`Shelves::failed`] takes that back if the allocation fails).
-    pub(crate) fn take(&mut self, key: Key, bytes: usize) -> Option<B> {
+    /// A buffer for `key` from its shelf once the shelf owns at least `spare` of them, or `None` when
+    /// the caller must allocate one (counted as owned from now on; [`Shelves::failed`] takes that
+    /// back if the allocation fails).
+    pub(crate) fn take(&mut self, key: Key, bytes: usize, spare: usize) -> Option<B> {
         let shelf = self.shelves.entry(key).or_default();
-        if shelf.owned >= SPARE {
+        if shelf.owned >= spare {
             if let Some(b) = shelf.free.pop_front() {
                 self.free_bytes -= bytes;
                 return Some(b);
@@ -135,9 +138,28 @@ impl Scratch {
         stream: &Arc<CudaStream>,
         n: usize,
     ) -> Result<ScratchBuf<T>, CudaError> {
+        self.take_spare(stream, n, SPARE)
+    }
+
+    /// As [`Scratch::take`], for a buffer only the compute stream uses: its shelf keeps one unless
+    /// more are in use at once.
+    pub(crate) fn take_serial<T: DeviceRepr + ValidAsZeroBits + Send + 'static>(
+        self: &Arc<Self>,
+        stream: &Arc<CudaStream>,
+        n: usize,
+    ) -> Result<ScratchBuf<T>, CudaError> {
+        self.take_spare(stream, n, 1)
+    }
+
+    fn take_spare<T: DeviceRepr + ValidAsZeroBits + Send + 'static>(
+        self: &Arc<Self>,
+        stream: &Arc<CudaStream>,
+        n: usize,
+        spare: usize,
+    ) -> Result<ScratchBuf<T>, CudaError> {
         let n = n.max(1);
         let (key, bytes) = ((TypeId::of::<T>(), n), n * std::mem::size_of::<T>());
-        let reused = self.lock().take(key, bytes);
+        let reused = self.lock().take(key, bytes, spare);
         let buf = match reused.map(|b| b.downcast::<CudaSlice<T>>()) {
             Some(Ok(b)) => *b,
             // Shelves are keyed by type: a buffer of another type is never there.
@@ -237,15 +259,15 @@ mod tests {
     fn a_shelf_grows_to_two_buffers_then_lends_them_in_turn() {
         let mut s: Shelves<&'static str> = Shelves::new(1 << 20);
         // First MSM of a size: allocates.
-        assert_eq!(s.take(key(8), 32), None);
+        assert_eq!(s.take(key(8), 32, SPARE), None);
         assert_eq!(s.give(key(8), 32, "x"), None);
         // Second: allocates too, although x is back, so two MSMs queued back to back do not share.
-        assert_eq!(s.take(key(8), 32), None);
+        assert_eq!(s.take(key(8), 32, SPARE), None);
         assert_eq!(s.give(key(8), 32, "y"), None);
         // From now on, x and y in turn, and nothing more is allocated.
         let order: Vec<_> = (0..4)
             .map(|_| {
-                let b = s.take(key(8), 32).expect("a buffer on the shelf");
+                let b = s.take(key(8), 32, SPARE).expect("a buffer on the shelf");
                 assert_eq!(s.give(key(8), 32, b), None);
                 b
             })
@@ -254,8 +276,22 @@ mod tests {
         assert_eq!(s.misses, 2);
         assert_eq!((s.owned_bytes, s.free_bytes), (64, 64));
         // Another length is another shelf.
-        assert_eq!(s.take(key(9), 36), None);
+        assert_eq!(s.take(key(9), 36, SPARE), None);
         assert_eq!(s.misses, 3);
+    }
+
+    #[test]
+    fn a_serial_shelf_reuses_its_buffer_at_once_and_grows_only_for_buffers_in_use() {
+        let mut s: Shelves<&'static str> = Shelves::new(1 << 20);
+        assert_eq!(s.take(key(8), 32, 1), None);
+        assert_eq!(s.give(key(8), 32, "x"), None);
+        assert_eq!(s.take(key(8), 32, 1), Some("x"));
+        // Two in use at once: a second one.
+        assert_eq!(s.take(key(8), 32, 1), None);
+        assert_eq!(s.give(key(8), 32, "y"), None);
+        assert_eq!(s.give(key(8), 32, "x"), None);
+        assert_eq!((s.take(key(8), 32, 1), s.take(key(8), 32, 1)), (Some("y"), Some("x")));
+        assert_eq!((s.misses, s.owned_bytes), (2, 64));
     }
 
     #[test]
@@ -263,18 +299,18 @@ mod tests {
         let mut s: Shelves<u32> = Shelves::new(100);
         // Three in use at once: three allocations, then all three come back and are kept.
         for _ in 0..3 {
-            assert_eq!(s.take(key(1), 30), None);
+            assert_eq!(s.take(key(1), 30, SPARE), None);
         }
         for b in 0..3 {
             assert_eq!(s.give(key(1), 30, b), None);
         }
         assert_eq!((s.owned_bytes, s.free_bytes), (90, 90));
         // A fourth buffer beyond the 100 bytes kept is handed back to be freed.
-        assert_eq!(s.take(key(2), 40), None);
+        assert_eq!(s.take(key(2), 40, SPARE), None);
         assert_eq!(s.give(key(2), 40, 7), Some(7));
         assert_eq!(s.owned_bytes, 90);
         // A failed allocation is not counted as owned.
-        assert_eq!(s.take(key(3), 5), None);
+        assert_eq!(s.take(key(3), 5, SPARE), None);
         s.failed(key(3), 5);
         assert_eq!(s.owned_bytes, 90);
     }

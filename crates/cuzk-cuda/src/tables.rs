@@ -1,10 +1,10 @@
 //! Tables of precomputed multiples for a resident key's MSMs ([`GpuBases::precompute`]): which MSMs
 //! get one, at which width, in the device memory a key leaves.
 
-use cuzk_field::{Curve, G1, G2};
+use cuzk_field::{Curve, CurveId, G1, G2};
 use cuzk_groth16::PreparedKey;
 
-use crate::msm::{GpuBases, Table, MSM_RESERVE};
+use crate::msm::{self, GpuBases, Table};
 use crate::{CudaBackend, CudaError};
 
 /// Tables [`CudaBackend::precompute_tables`] tries, best first: (window bits, multiples per point,
@@ -47,40 +47,90 @@ impl std::fmt::Display for TableReport {
     }
 }
 
+/// What the workspace count needs of one of a key's MSMs: its curve, kept points, table and
+/// whether its bases are in host memory.
+#[derive(Debug, Clone, Copy)]
+struct MsmShape {
+    curve: CurveId,
+    points: usize,
+    table: Option<Table>,
+    host: bool,
+}
+
+impl MsmShape {
+    fn of<C: Curve>(bases: &GpuBases<C>) -> Self {
+        Self { curve: C::ID, points: bases.kept(), table: bases.table(), host: !bases.is_resident() }
+    }
+}
+
+/// The shapes of `key`'s five MSMs, in the order of [`precompute_tables`](CudaBackend::precompute_tables):
+/// H, L, B in G2, A, B in G1.
+fn shapes(key: &PreparedKey<CudaBackend>) -> [MsmShape; 5] {
+    let [a, b_g1, l, h] = key.g1_bases();
+    let g1 = MsmShape::of::<G1>;
+    [g1(h), g1(l), MsmShape::of::<G2>(key.g2_bases()), g1(a), g1(b_g1)]
+}
+
 impl CudaBackend {
+    /// Device bytes the MSM buffers of a key whose MSMs have `shapes` take once
+    /// [`CudaBackend::reserve_msm_workspace`] has run (an upper bound, counted from their plans).
+    fn workspace_for(&self, shapes: &[MsmShape]) -> Result<usize, CudaError> {
+        let sms = self.gpu().info().multiprocessors.max(1) as u32;
+        let config = self.msm_config();
+        let takes = shapes
+            .iter()
+            .map(|s| match s.curve {
+                CurveId::G1 => msm::msm_takes::<G1>(sms, s.points, s.table, s.host, &config),
+                CurveId::G2 => msm::msm_takes::<G2>(sms, s.points, s.table, s.host, &config),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(msm::shelved_bytes(&takes))
+    }
+
+    /// Device bytes [`CudaBackend::reserve_msm_workspace`] will hold for `key`'s MSMs as they are now
+    /// (an upper bound, counted on the host from their plans; MSMs of other keys with buffers of the
+    /// same sizes share them).
+    pub fn msm_workspace_estimate(&self, key: &PreparedKey<CudaBackend>) -> Result<usize, CudaError> {
+        self.workspace_for(&shapes(key))
+    }
+
     /// Gives `key`'s MSMs tables of precomputed multiples ([`GpuBases::precompute`]) while device
-    /// memory allows, keeping `keep_free` bytes free beyond the MSMs' reserve (for the partitions'
-    /// buffers and a recorded shape). The MSMs are served in the order a table helps them most: H
-    /// (random scalars in every proof), L, B in G2 (three times G1's cost per point), A, B in G1.
-    /// Each takes the widest table that fits ([`TABLE_CHOICES`]) or none; MSMs whose batches have
-    /// fewer than `min_points` points take none (the engine passes [`TABLE_MIN_POINTS`]). Call it
-    /// before [`CudaBackend::reserve_msm_workspace`], as a table changes the MSMs' buffers. Returns
-    /// one line per MSM given a table.
+    /// memory allows, keeping `keep_free` bytes free beyond the MSMs' own buffers (for the partitions'
+    /// buffers and a recorded shape). The MSMs' buffers are counted from their plans with the tables
+    /// given so far ([`CudaBackend::msm_workspace_estimate`]). The MSMs are served in the order a table
+    /// helps them most: H (random scalars in every proof), L, B in G2 (three times G1's cost per
+    /// point), A, B in G1. Each takes the widest table that fits ([`TABLE_CHOICES`]) or none; MSMs
+    /// whose batches have fewer than `min_points` points take none (the engine passes
+    /// [`TABLE_MIN_POINTS`]). Call it before [`CudaBackend::reserve_msm_workspace`], as a table
+    /// changes the MSMs' buffers. Returns one line per MSM given a table.
     pub fn precompute_tables(
         &self,
         key: &mut PreparedKey<CudaBackend>,
         keep_free: usize,
         min_points: usize,
     ) -> Result<Vec<TableReport>, CudaError> {
-        let batch = self.msm_config().batch;
-        let min = (batch, min_points);
+        let mut shapes = shapes(key);
+        let min = (self.msm_config().batch, min_points);
         let (g1, g2) = key.bases_mut();
         let [a, b_g1, l, h] = g1;
         let mut reports = Vec::new();
-        for (msm, bases) in [("h", h), ("l", l)] {
-            reports.extend(self.precompute_one::<G1>(msm, bases, keep_free, min)?);
+        for (i, msm, bases) in [(0, "h", h), (1, "l", l)] {
+            reports.extend(self.precompute_one::<G1>(msm, bases, (i, &mut shapes), keep_free, min)?);
         }
-        reports.extend(self.precompute_one::<G2>("b_g2", g2, keep_free, min)?);
-        for (msm, bases) in [("a", a), ("b_g1", b_g1)] {
-            reports.extend(self.precompute_one::<G1>(msm, bases, keep_free, min)?);
+        reports.extend(self.precompute_one::<G2>("b_g2", g2, (2, &mut shapes), keep_free, min)?);
+        for (i, msm, bases) in [(3, "a", a), (4, "b_g1", b_g1)] {
+            reports.extend(self.precompute_one::<G1>(msm, bases, (i, &mut shapes), keep_free, min)?);
         }
         Ok(reports)
     }
 
+    /// Gives `bases`, the MSM at `index` of `shapes`, the widest table of [`TABLE_CHOICES`] that fits
+    /// beside `keep_free` bytes and the key's MSM buffers with that table, and records it in `shapes`.
     fn precompute_one<C: Curve>(
         &self,
         msm: &'static str,
         bases: &mut GpuBases<C>,
+        (index, shapes): (usize, &mut [MsmShape; 5]),
         keep_free: usize,
         (batch, min_points): (usize, usize),
     ) -> Result<Option<TableReport>, CudaError> {
@@ -89,18 +139,22 @@ impl CudaBackend {
         }
         for &(window_bits, multiples) in TABLE_CHOICES {
             let multiples = multiples.min(256u32.div_ceil(window_bits));
+            let table = Table { window_bits, multiples };
             let bytes = bases.table_bytes(multiples);
+            let mut with = *shapes;
+            with[index].table = (multiples > 1).then_some(table);
+            let workspace = self.workspace_for(&with)?;
             let (free, _) = self.gpu().memory()?;
-            let spare = free.saturating_sub(MSM_RESERVE).saturating_sub(keep_free);
             // The old points stay until the table is built, then go: the table needs its own size.
-            if bytes > spare {
+            if bytes.saturating_add(workspace).saturating_add(keep_free) > free {
                 continue;
             }
             let start = std::time::Instant::now();
-            bases.precompute(self.gpu(), window_bits, multiples)?;
+            bases.precompute_leaving(self.gpu(), window_bits, multiples, workspace)?;
+            shapes[index].table = bases.table();
             return Ok(Some(TableReport {
                 msm,
-                table: Table { window_bits, multiples },
+                table,
                 device_bytes: bases.device_bytes(),
                 build: start.elapsed(),
             }));

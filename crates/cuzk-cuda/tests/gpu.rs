@@ -674,6 +674,15 @@ fn groth16_proofs_on_the_gpu_equal_the_cpu_backends() {
         let mut msms: Vec<&str> = built.iter().map(|t| t.msm).collect();
         msms.sort_unstable();
         assert_eq!(msms, ["a", "b_g1", "b_g2", "h", "l"], "2^{k}: tables built {built:?}");
+        // The tabled MSMs' buffers come within the count from their plans (shelves shared with the
+        // earlier keys' may already hold some of them).
+        let (before, estimate) =
+            (gpu.gpu().scratch().owned_bytes(), gpu.msm_workspace_estimate(&tabled).unwrap());
+        let added = gpu.reserve_msm_workspace(&tabled).unwrap() - before;
+        assert!(
+            added <= estimate,
+            "2^{k} with tables: {added} bytes of MSM buffers added, counted {estimate}"
+        );
         let (on_gpu, _) = prove(&gpu, &tabled, &syn, r, s, &ProveOptions::default())
             .unwrap_or_else(|e| panic!("2^{k} on the GPU with tables: {e}"));
         let (on_cpu, _) = prove(&CpuBackend, &cpu_key, &syn, r, s, &ProveOptions::default()).unwrap();
@@ -750,14 +759,22 @@ fn reserved_slots_and_msm_workspace_serve_every_proof_and_oversized_partitions_a
     let pk = keygen(circuit, &mut rng);
     let gpu_key = PreparedKey::new(&gpu, pk.clone()).unwrap();
     let cpu_key = PreparedKey::new(&CpuBackend, pk).unwrap();
+    let estimate = gpu.msm_workspace_estimate(&gpu_key).unwrap();
     let workspace = gpu.reserve_msm_workspace(&gpu_key).unwrap();
     assert!(workspace > 0, "the MSMs' buffers are on their shelves");
+    // The count from the plans bounds the shelves from above, and not by much.
+    eprintln!("MSM workspace: {workspace} bytes on the shelves, {estimate} counted from the plans");
+    assert!(
+        workspace <= estimate && estimate <= workspace / 2 * 3 + (16 << 20),
+        "MSM workspace {workspace} bytes, counted {estimate}"
+    );
     let scratch_misses = gpu.gpu().scratch().misses();
     let slots = gpu.reserve_partition_slots(gpu_key.domain_size(), gpu_key.variables(), 2).unwrap();
     assert_eq!(slots, 2);
     // Reserving again for the same sizes allocates nothing more.
     let owned = gpu.arena().owned();
     assert_eq!(gpu.reserve_partition_slots(gpu_key.domain_size(), gpu_key.variables(), 2).unwrap(), 2);
+    assert_eq!(gpu.reserve_partition_slots_for(&gpu_key, 2).unwrap(), 2);
     assert_eq!(gpu.arena().owned(), owned);
     let misses = gpu.arena().misses();
     let syns: Vec<_> = (0..2)

@@ -22,15 +22,13 @@ pub(crate) fn device_error(op: &'static str, e: cuzk_cuda::CudaError) -> Error {
 }
 
 /// Reserves device buffers for up to `want` of `key`'s partitions on `backend` (see
-/// [`CudaBackend::reserve_partition_slots`]); returns how many were reserved.
+/// [`CudaBackend::reserve_partition_slots_for`]); returns how many were reserved.
 pub(crate) fn reserve_slots(
     backend: &CudaBackend,
     key: &PreparedKey<CudaBackend>,
     want: usize,
 ) -> Result<usize, Error> {
-    backend
-        .reserve_partition_slots(key.domain_size(), key.variables(), want)
-        .map_err(|e| device_error("reserve_partition_slots", e))
+    backend.reserve_partition_slots_for(key, want).map_err(|e| device_error("reserve_partition_slots", e))
 }
 
 /// A key resident on one GPU, with that GPU's backend.
@@ -39,6 +37,37 @@ pub(crate) struct CudaKey {
     pub(crate) backend: Arc<CudaBackend>,
     /// The MSMs given tables of precomputed multiples on this GPU.
     pub(crate) tables: Vec<cuzk_cuda::TableReport>,
+    /// Device bytes of the MSMs' buffers once reserved for this key (on shelves shared with the
+    /// device's other keys), and free device memory when the key was loaded.
+    pub(crate) memory: KeyMemory,
+}
+
+/// Device memory of a key on one GPU, as it was loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyMemory {
+    /// The GPU's ordinal.
+    pub device: usize,
+    /// Bytes the MSMs' points (or their tables) take.
+    pub bases: u64,
+    /// Bytes the device's MSM buffers held after this key's were reserved.
+    pub msm_workspace: u64,
+    /// Bytes free on the device once the key, its MSM buffers and one partition's were in place.
+    pub free: u64,
+}
+
+impl std::fmt::Display for KeyMemory {
+    /// One sentence: `GPU 0: bases 125.60 GB, MSM buffers 10.41 GB, 12.02 GB free`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let gb = |b: u64| b as f64 / 1e9;
+        write!(
+            f,
+            "GPU {}: bases {:.2} GB, MSM buffers {:.2} GB, {:.2} GB free",
+            self.device,
+            gb(self.bases),
+            gb(self.msm_workspace),
+            gb(self.free)
+        )
+    }
 }
 
 /// Partitions' buffers a key's MSM tables leave room for on each GPU (two GPU workers, each with one
@@ -78,9 +107,23 @@ impl CudaKey {
         } else {
             Vec::new()
         };
-        backend.reserve_msm_workspace(&key).map_err(|e| device_error("reserve_msm_workspace", e))?;
+        let workspace =
+            backend.reserve_msm_workspace(&key).map_err(|e| device_error("reserve_msm_workspace", e))?;
         reserve_slots(backend, &key, 1)?;
-        Ok(Self { key, backend: backend.clone(), tables })
+        let (free, _) = backend.gpu().memory().map_err(|e| device_error("memory", e))?;
+        let [a, b_g1, l, h] = key.g1_bases();
+        let bases =
+            [a, b_g1, l, h].iter().map(|b| b.device_bytes()).sum::<u64>() + key.g2_bases().device_bytes();
+        let device = backend.gpu().info().ordinal;
+        let memory = KeyMemory { device, bases, msm_workspace: workspace as u64, free: free as u64 };
+        tracing::info!(
+            device,
+            bases = memory.bases,
+            msm_workspace = memory.msm_workspace,
+            free = memory.free,
+            "key resident"
+        );
+        Ok(Self { key, backend: backend.clone(), tables, memory })
     }
 }
 
@@ -419,6 +462,12 @@ impl Key {
                 k.tables.iter().map(move |t| (device, t.clone()))
             })
             .collect()
+    }
+
+    /// The key's device memory on each GPU, as it was loaded (none on the CPU backend).
+    pub fn device_memory(&self) -> Vec<KeyMemory> {
+        let KeyInner::Cuda(keys) = &*self.inner else { return Vec::new() };
+        keys.iter().map(|k| k.memory).collect()
     }
 
     /// What this key does less well than a key resident in full: bases streamed from host memory

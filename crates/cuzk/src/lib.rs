@@ -13,7 +13,7 @@ pub use config::{BackendKind, Config};
 pub use degradation::Degradation;
 pub use engine::{Engine, ProofReport};
 pub use error::{Error, ErrorKind};
-pub use key::Key;
+pub use key::{Key, KeyMemory};
 pub use partition::SynthesisMode;
 pub use pipeline::{Pipeline, PipelineJobs, PipelineRun, ProofJob};
 

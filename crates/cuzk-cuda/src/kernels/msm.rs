@@ -350,11 +350,11 @@ pub(crate) fn sum_affine<C: Curve>(
 pub(crate) fn batch_chains<C: Curve>() -> u32 {
     match C::ID {
         // On the H200 at 2^24 points with a table: G1 sum 90.0 / 80.6 / 75.4 ms with 32 / 64 / 128
-        // chains, G2 257.1 / 235.5 ms with 32 / 64 (more chains, more partials for the later rounds).
-        // G2 with 128 chains is faster still (MSM 248.9 against 260.7 ms) but its chains and partials
-        // take about 1.5 GB more per buffer set, which the MSMs' reserve does not allow for.
+        // chains (256: the round faster, the later rounds' partials slower), G2 257.1 / 235.5 ms with
+        // 32 / 64 and the MSM 248.9 against 260.7 ms with 128 (`msm::buckets` takes 64 in G2 when
+        // 128 would leave the device's wave of threads short).
         cuzk_field::CurveId::G1 => 128,
-        cuzk_field::CurveId::G2 => 64,
+        cuzk_field::CurveId::G2 => 128,
     }
 }
 
@@ -419,7 +419,8 @@ pub(crate) fn sum_batch<C: Curve>(
 }
 
 /// `G_sum_xyzz`: a later summing round, adding each bucket's partials of `input` in chunks of
-/// `chunk`, one output per chunk (at `next_off[bucket]` onwards).
+/// `chunk`, one output per chunk (at `next_off[bucket]` onwards), with `items` threads (the front of
+/// `out` they may write).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sum_xyzz<C: Curve>(
     gpu: &Gpu,
@@ -430,18 +431,19 @@ pub(crate) fn sum_xyzz<C: Curve>(
     next_off: &CudaSlice<u32>,
     buckets: u32,
     chunk: u32,
-    out: &mut CudaSlice<Xyzz<C>>,
+    (items, out): (usize, &mut CudaSlice<Xyzz<C>>),
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
     let b = buckets as usize;
     expect_at_least("sum_xyzz", b, segments.count.len().min(segments.off.len()).min(next_off.len()))?;
-    let threads = out.len();
+    expect_at_least("sum_xyzz", items, out.len())?;
+    let threads = items;
     probe.before(gpu, stream)?;
     // SAFETY: matches `G_sum_xyzz(const Xyzz<F>* in, const uint32_t* count, const uint32_t* off,
     // const uint32_t* off_next, uint32_t buckets, uint32_t L, Xyzz<F>* out)`; the ranges read lie in
     // `input` (the previous round's output, whose segments these are) and were written by it; thread q
-    // writes out[q] only below the number of chunks, which the caller sized `out` for (at most
-    // input.len() / L + buckets), and the grid has out.len() threads.
+    // writes out[q] only below the number of chunks, which the caller sized `items` for (at most the
+    // input's items / L + buckets), and the grid has `items` <= out.len() threads (checked).
     unsafe {
         stream
             .launch_builder(&ck.sum_xyzz)

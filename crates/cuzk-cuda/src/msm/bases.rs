@@ -19,10 +19,12 @@ use rayon::prelude::*;
 use crate::msm::Plan;
 use crate::{CudaError, DriverContext, Gpu, GpuAffine};
 
-/// Device memory left free for the MSMs' own buffers when deciding where bases and tables go: a
-/// 2^24-point batch's bucket entries take 1 GiB, and with the batched affine first round its chains
-/// and partials about 2.5 GB more in G1 and 1.7 GB in G2; a key's workspace keeps two sets of each
-/// (`scratch::SPARE`).
+/// Device memory left free for the MSMs' own buffers where their plans are not known yet: when
+/// deciding where bases go, for [`GpuBases::precompute`] alone, and for partitions' buffers reserved
+/// without a key. A 2^24-point batch's bucket entries take 1 GiB (872 MB with a 20-bit table), and
+/// with the batched affine first round its chains and partials about 2.8 GB more in G1 and 3.9 GB in
+/// G2; a key's workspace keeps two sets of the sort's buffers (`scratch::SPARE`) and one of the
+/// sums'. A key's own tables and partitions leave what `workspace` counts for its MSMs instead.
 pub(crate) const MSM_RESERVE: usize = 12 << 30;
 
 /// Where [`upload`] keeps bases.
@@ -93,9 +95,21 @@ impl<C: Curve> GpuBases<C> {
     /// follow any other.
     ///
     /// Fails when the bases are in host memory, when `window_bits` is not 2..=24 or `multiples` not
-    /// 1..=ceil(256 / window_bits), or when the table and the MSMs' reserve do not fit in free device
-    /// memory (the bases are then unchanged).
+    /// 1..=ceil(256 / window_bits), or when the table and the MSMs' reserve ([`MSM_RESERVE`]) do not
+    /// fit in free device memory (the bases are then unchanged).
     pub fn precompute(&mut self, gpu: &Gpu, window_bits: u32, multiples: u32) -> Result<(), CudaError> {
+        self.precompute_leaving(gpu, window_bits, multiples, MSM_RESERVE)
+    }
+
+    /// [`GpuBases::precompute`], leaving `reserve` bytes free for the MSMs' buffers instead of
+    /// [`MSM_RESERVE`].
+    pub(crate) fn precompute_leaving(
+        &mut self,
+        gpu: &Gpu,
+        window_bits: u32,
+        multiples: u32,
+        reserve: usize,
+    ) -> Result<(), CudaError> {
         Plan::with_multiples(1, window_bits, multiples)?;
         let Stored::Device(points) = &self.points else {
             return Err(CudaError::Size {
@@ -117,8 +131,8 @@ impl<C: Curve> GpuBases<C> {
             })?;
         let bytes = self.table_bytes(multiples);
         let (free, _) = gpu.memory()?;
-        if bytes.saturating_add(MSM_RESERVE) > free {
-            return Err(CudaError::OutOfMemory { what: "an MSM table", need: bytes + MSM_RESERVE, free });
+        if bytes.saturating_add(reserve) > free {
+            return Err(CudaError::OutOfMemory { what: "an MSM table", need: bytes + reserve, free });
         }
         let stream = gpu.compute_stream();
         let mut table = gpu.zeros::<GpuAffine<C>>(stream, len)?;
@@ -127,6 +141,9 @@ impl<C: Curve> GpuBases<C> {
         stream.synchronize().during("building an MSM table")?;
         self.points = Stored::Device(table);
         self.table = (multiples > 1).then_some(Table { window_bits, multiples });
+        // The old points' memory is free once the stream has passed their release: the next table's
+        // decision reads free memory.
+        stream.synchronize().during("releasing the points a table replaced")?;
         Ok(())
     }
 

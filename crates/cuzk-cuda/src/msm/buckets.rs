@@ -36,14 +36,88 @@ fn batch_blocks<C: Curve>() -> u32 {
     }
 }
 
-/// Threads of the batched affine round for a batch of `points` bases: a full wave of the device, but
-/// no more than leave each chain at least 8 of the most entries the batch can have.
-fn batch_threads<C: Curve>(gpu: &Gpu, plan: &Plan, points: usize, chains: u32) -> u32 {
-    let wave = gpu.info().multiprocessors.max(1) as u64 * batch_blocks::<C>() as u64 * SUM_THREADS as u64;
+/// Threads of the batched affine round for a batch of `points` bases on a device of `sms`
+/// multiprocessors: a full wave of the device, but no more than leave each chain at least 8 of the
+/// most entries the batch can have.
+fn batch_threads<C: Curve>(sms: u32, plan: &Plan, points: usize, chains: u32) -> u32 {
+    let wave = sms.max(1) as u64 * batch_blocks::<C>() as u64 * SUM_THREADS as u64;
     // Entries: at most one per window of each point (`points` counts a table's multiples too).
     let entries = (points as u64).div_ceil(plan.multiples as u64) * plan.windows as u64;
     let needed = entries.div_ceil(8 * chains as u64).next_multiple_of(SUM_THREADS as u64);
     wave.min(needed).max(SUM_THREADS as u64) as u32
+}
+
+/// Chains per thread of the batched round by default: the curve's ([`k::batch_chains`]), halved
+/// while at that many the batch's entries (at most one per window of each point) would not give
+/// every thread of a wave 8 per chain. Fewer threads than a wave leave the round's latency exposed;
+/// more chains give fewer partials per bucket in the later rounds only while they fill the wave.
+fn default_chains<C: Curve>(sms: u32, plan: &Plan, points: usize) -> u32 {
+    let wave = sms.max(1) as u64 * batch_blocks::<C>() as u64 * SUM_THREADS as u64;
+    let entries = (points as u64).div_ceil(plan.multiples as u64) * plan.windows as u64;
+    let mut chains = k::batch_chains::<C>();
+    while chains > 64 && entries < wave * 8 * chains as u64 {
+        chains /= 2;
+    }
+    chains
+}
+
+/// The first summing round of a batch of `points` bases (a table's multiples counted) on a device of
+/// `sms` multiprocessors: its pieces, and with batched affine additions its (threads, chains per
+/// thread). `Auto` never reaches here (the plan resolves it); it would mean the XYZZ round.
+pub(crate) fn first_round<C: Curve>(
+    sms: u32,
+    plan: &Plan,
+    points: usize,
+) -> Result<(u32, Option<(u32, u32)>), CudaError> {
+    match plan.first_round {
+        FirstRound::Xyzz | FirstRound::Auto => Ok((plan.pieces, None)),
+        FirstRound::BatchAffine => {
+            let chains = plan.batch_chains.unwrap_or_else(|| default_chains::<C>(sms, plan, points));
+            if !(1..=1024).contains(&chains) {
+                return Err(CudaError::Size {
+                    op: "msm",
+                    size: chains as usize,
+                    reason: "batched affine chains per thread must be 1..=1024",
+                });
+            }
+            let threads = batch_threads::<C>(sms, plan, points, chains);
+            Ok((threads * chains, Some((threads, chains))))
+        }
+    }
+}
+
+/// Calls `round` with the items of each later summing round after a first round of `pieces` pieces
+/// over `points` bases into `items` items and `buckets` buckets: rounds go on until no bucket can have
+/// more than one partial sum. A bucket holds at most one entry per base (a point, or with a table one
+/// of its multiples: several windows share the bucket), so it meets at most `points + 1` pieces, and
+/// there are at most `pieces`.
+pub(crate) fn later_rounds(
+    pieces: u32,
+    points: usize,
+    items: usize,
+    buckets: usize,
+    mut round: impl FnMut(usize),
+) {
+    let (mut most, mut items) = ((pieces as usize).min(points + 1), items);
+    while most > 1 {
+        items = items / LATER_CHUNK as usize + buckets;
+        round(items);
+        most = most.div_ceil(LATER_CHUNK as usize);
+    }
+}
+
+/// Calls `level` with the groups of each intermediate level of [`reduce_rows`] over `rows` rows of
+/// `per_row` inputs (the last level writes into the destination and takes nothing).
+pub(crate) fn reduce_levels(rows: u32, per_row: u32, mut level: impl FnMut(usize)) {
+    let mut per_row = per_row;
+    loop {
+        let per = per_row.min(REDUCE_PER);
+        if per == per_row {
+            return;
+        }
+        level((rows * (per_row / per)) as usize);
+        per_row /= per;
+    }
 }
 
 /// Adds each of `rows` consecutive runs of `per_row` points of `input` into `dst[row]` on `stream`, in
@@ -59,19 +133,18 @@ fn reduce_rows<C: Curve>(
     dst: &mut CudaViewMut<'_, Xyzz<C>>,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
+    let mut groups = Vec::new();
+    reduce_levels(rows, per_row, |g| groups.push(g));
     let (mut level, mut per_row) = (input, per_row);
-    loop {
+    for g in groups {
         let per = per_row.min(REDUCE_PER);
-        let groups = rows * (per_row / per);
-        if per == per_row {
-            // The last level: one block per row, into `dst`.
-            return k::reduce(gpu, ck, stream, &level, per, dst, probe);
-        }
-        let mut next = gpu.scratch().take::<Xyzz<C>>(stream, groups as usize)?;
-        k::reduce(gpu, ck, stream, &level, per, &mut next.slice_mut(..groups as usize), probe)?;
+        let mut next = gpu.scratch().take_serial::<Xyzz<C>>(stream, g)?;
+        k::reduce(gpu, ck, stream, &level, per, &mut next.slice_mut(..g), probe)?;
         level = next;
         per_row /= per;
     }
+    // The last level: one block per row, into `dst`.
+    k::reduce(gpu, ck, stream, &level, per_row, dst, probe)
 }
 
 /// Bucket sums and window reduction of one sorted batch on `stream`: its window sums and the sum of
@@ -89,11 +162,11 @@ pub(crate) fn reduce<C: Curve>(
     let buckets = plan.window_buckets();
     // Bucket sets: one per window, or with a table one per `multiples` windows.
     let windows = plan.sets;
-    let mut sums = gpu.scratch().take::<Xyzz<C>>(stream, windows as usize + 1)?;
+    let mut sums = gpu.scratch().take_serial::<Xyzz<C>>(stream, windows as usize + 1)?;
 
     // The ones: a batch addition of the points listed in the bucket after the windows'.
     let ones = plan.ones_threads;
-    let mut partials = gpu.scratch().take::<Xyzz<C>>(stream, ones as usize)?;
+    let mut partials = gpu.scratch().take_serial::<Xyzz<C>>(stream, ones as usize)?;
     {
         // The stream waits for the sort (on the side stream) here, before the probe's start event,
         // so the first kernel's span is its own and not the sort's too.
@@ -106,30 +179,16 @@ pub(crate) fn reduce<C: Curve>(
 
     // First round: the windows' entries in `pieces` equal runs, whatever buckets they fall in; one
     // per thread, or with batched affine additions (threads, chains per thread) many per thread.
-    // `Auto` never reaches here (the plan resolves it); it would mean the XYZZ round.
-    let batched = match plan.first_round {
-        FirstRound::Xyzz | FirstRound::Auto => None,
-        FirstRound::BatchAffine => {
-            let chains = plan.batch_chains.unwrap_or_else(k::batch_chains::<C>);
-            if !(1..=1024).contains(&chains) {
-                return Err(CudaError::Size {
-                    op: "msm",
-                    size: chains as usize,
-                    reason: "batched affine chains per thread must be 1..=1024",
-                });
-            }
-            Some((batch_threads::<C>(gpu, plan, bases.len(), chains), chains))
-        }
-    };
-    let pieces = batched.map_or(plan.pieces, |(threads, chains)| threads * chains);
-    let mut items = pieces as usize + buckets as usize;
+    let sms = gpu.info().multiprocessors.max(1) as u32;
+    let (pieces, batched) = first_round::<C>(sms, plan, bases.len())?;
+    let items = pieces as usize + buckets as usize;
     let mut next = Segments {
         count: gpu.scratch().take::<u32>(stream, buckets as usize)?,
         off: gpu.scratch().take(stream, buckets as usize)?,
     };
     k::flat_counts(gpu, stream, sorted.seg.as_ref(), buckets, pieces, &mut next.count, &mut next.off, probe)?;
     // Slots no thread writes are never read: msm_flat_counts points each bucket at its written ones.
-    let mut data = gpu.scratch().take::<Xyzz<C>>(stream, items)?;
+    let mut data = gpu.scratch().take_serial::<Xyzz<C>>(stream, items)?;
     match batched {
         None => k::sum_affine(
             gpu,
@@ -144,10 +203,10 @@ pub(crate) fn reduce<C: Curve>(
             probe,
         )?,
         Some((threads, chains)) => {
-            let mut acc = gpu.scratch().take::<GpuAffine<C>>(stream, pieces as usize)?;
+            let mut acc = gpu.scratch().take_serial::<GpuAffine<C>>(stream, pieces as usize)?;
             let prefix_words = pieces as usize * k::batch_prefix_words::<C>();
-            let mut prefix = gpu.scratch().take::<u64>(stream, prefix_words)?;
-            let mut state = gpu.scratch().take::<u32>(stream, pieces as usize * 4)?;
+            let mut prefix = gpu.scratch().take_serial::<u64>(stream, prefix_words)?;
+            let mut state = gpu.scratch().take_serial::<u32>(stream, pieces as usize * 4)?;
             k::sum_batch(
                 gpu,
                 ck,
@@ -165,23 +224,30 @@ pub(crate) fn reduce<C: Curve>(
         }
     }
     let mut seg = next;
-    // Later rounds, until no bucket can have more than one partial sum: a bucket holds at most one
-    // entry per base (a point, or with a table one of its multiples: several windows share the
-    // bucket), so it meets at most bases + 1 pieces, and there are at most `pieces`.
-    let mut most = (pieces as usize).min(bases.len() + 1);
-    while most > 1 {
+    // The later rounds write into two buffers of their largest size in turn: after the first round's
+    // partials, a few percent more than a partial per bucket each, whatever the number of rounds.
+    let mut rounds = Vec::new();
+    later_rounds(pieces, bases.len(), items, buckets as usize, |next_items| rounds.push(next_items));
+    let len = rounds.iter().copied().max().unwrap_or(0);
+    let mut spare: Option<ScratchBuf<Xyzz<C>>> = None;
+    for next_items in rounds {
         let next = chunk_counts(gpu, stream, &seg, LATER_CHUNK, probe)?;
-        let next_items = items / LATER_CHUNK as usize + buckets as usize;
-        let mut out = gpu.scratch().take::<Xyzz<C>>(stream, next_items)?;
-        k::sum_xyzz(gpu, ck, stream, &data, seg.as_ref(), &next.off, buckets, LATER_CHUNK, &mut out, probe)?;
-        data = out;
-        items = next_items;
+        let mut out = match spare.take() {
+            Some(b) => b,
+            None => gpu.scratch().take_serial::<Xyzz<C>>(stream, len)?,
+        };
+        let out_ref = (next_items, &mut *out);
+        k::sum_xyzz(gpu, ck, stream, &data, seg.as_ref(), &next.off, buckets, LATER_CHUNK, out_ref, probe)?;
+        let read = std::mem::replace(&mut data, out);
+        // The first round's buffer goes back to its shelf; the later rounds' own is written next.
+        if read.len() == len {
+            spare = Some(read);
+        }
         seg = next;
-        most = most.div_ceil(LATER_CHUNK as usize);
     }
 
     let (segments, half) = (plan.segments, plan.half);
-    let mut level = gpu.scratch().take::<Xyzz<C>>(stream, (windows * segments) as usize)?;
+    let mut level = gpu.scratch().take_serial::<Xyzz<C>>(stream, (windows * segments) as usize)?;
     k::window_segments(gpu, ck, stream, &data, seg.as_ref(), windows, half, segments, &mut level, probe)?;
     reduce_rows::<C>(
         gpu,

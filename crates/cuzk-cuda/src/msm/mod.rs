@@ -17,6 +17,7 @@ mod buckets;
 mod plan;
 mod sort;
 mod window;
+mod workspace;
 
 use ark_ff::Zero;
 use cudarc::driver::CudaView;
@@ -26,6 +27,7 @@ pub use cuzk_field::{Curve, G1, G2};
 pub(crate) use bases::{upload as upload_bases, MSM_RESERVE};
 pub use bases::{GpuBases, MsmBases, Points, Residency, Table};
 pub use plan::{batch_affine_from, FirstRound, MsmConfig, Plan, MAX_WINDOW_BITS};
+pub use workspace::{msm_takes, shelved_bytes, Takes};
 
 use crate::gpu::ResultBuffer;
 use crate::profile::{Probe, DOWNLOAD};
@@ -91,6 +93,25 @@ impl<C: Curve> std::fmt::Debug for PendingMsm<'_, C> {
     }
 }
 
+/// The plan of an MSM over `n` points (`n` > 0), with `table`'s multiples per
+/// point or none: the plan of its batches, the multiples per point and the batch length.
+pub(crate) fn plan_for<C: Curve>(
+    n: usize,
+    table: Option<Table>,
+    config: &MsmConfig,
+) -> Result<(Plan, usize, usize), CudaError> {
+    if config.batch == 0 {
+        return Err(CudaError::Size { op: "msm", size: 0, reason: "batch size must be positive" });
+    }
+    let batch_len = config.batch.min(n.max(1));
+    // A table fixes the window width; its multiples share bucket sets.
+    let (plan, m) = match table {
+        Some(t) => (Plan::with_multiples(batch_len, t.window_bits, t.multiples)?, t.multiples as usize),
+        None => (Plan::new(batch_len, config.window_bits)?, 1),
+    };
+    Ok((plan.with_first_round(C::ID, config.first_round, config.batch_chains, batch_len), m, batch_len))
+}
+
 /// Queues the kernels of `Σ scalars[i]·bases[i]` (see [`msm`]), timing them into `probe`; the host
 /// combines every batch but the last while later batches run, and the last in
 /// [`PendingMsm::finish`].
@@ -113,17 +134,8 @@ pub fn msm_start<'g, C: Curve>(
     if n == 0 {
         return Ok(PendingMsm { last: None, total: Projective::<C>::zero() });
     }
-    if config.batch == 0 {
-        return Err(CudaError::Size { op: "msm", size: 0, reason: "batch size must be positive" });
-    }
     let (compute, side, copy) = (gpu.compute_stream(), gpu.side_stream(), gpu.copy_stream());
-    let batch_len = config.batch.min(n);
-    // A table fixes the window width; its multiples share bucket sets.
-    let (plan, m) = match bases.table {
-        Some(t) => (Plan::with_multiples(batch_len, t.window_bits, t.multiples)?, t.multiples as usize),
-        None => (Plan::new(batch_len, config.window_bits)?, 1),
-    };
-    let plan = plan.with_first_round(C::ID, config.first_round, config.batch_chains, batch_len);
+    let (plan, m, batch_len) = plan_for::<C>(n, bases.table, config)?;
     let ranges: Vec<std::ops::Range<usize>> =
         (0..n).step_by(batch_len).map(|s| s..(s + batch_len).min(n)).collect();
     let sort_batch = |r: &std::ops::Range<usize>, probe: &mut Probe| match bases.select {

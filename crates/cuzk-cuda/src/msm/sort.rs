@@ -69,6 +69,16 @@ pub(crate) fn chunk_counts(
     Ok(Segments { count, off })
 }
 
+/// Length of the entries buffer for a batch of `n` points and `windows` windows: room for one entry
+/// per window and point, rounded up to a sixteenth of the next power of two or finer, so that the
+/// MSMs of a key whose kept points differ by a few (A, B, L and H of a circuit) share one shelf of
+/// these, the largest of their buffers (13 x 2^24 entries take 872 MB, a key's reserve two per
+/// shelf), instead of each keeping its own.
+pub(crate) fn entries_len(windows: u32, n: usize) -> usize {
+    let exact = windows as usize * n;
+    exact.next_multiple_of((exact.next_power_of_two() >> 5).max(1))
+}
+
 /// Digits, counts, scan and scatter of one batch of `n` points on `stream`. `scalars` is the batch's
 /// scalars, or with `select` (the batch's part of it) all of them.
 pub(crate) fn sort(
@@ -90,13 +100,14 @@ pub(crate) fn sort(
     let windows = plan.windows;
     let digits = k::Digits { c: plan.c, windows, m: plan.multiples };
     let batch = BatchScalars { scalars, select, n };
+    // The workspace count (`workspace::sort_takes`) follows these takes.
     let mut count = gpu.scratch().take_zeroed::<u32>(stream, buckets)?;
     k::count(gpu, stream, batch, digits, &mut count, probe)?;
     let off = scan(gpu, stream, &count, probe)?;
     let mut cursor = gpu.scratch().take::<u32>(stream, buckets)?;
     stream.memcpy_dtod(&*off, &mut *cursor).during("copying bucket offsets")?;
     // Only the counted entries are written, and nothing reads past them.
-    let mut entries = gpu.scratch().take::<u32>(stream, windows as usize * n)?;
+    let mut entries = gpu.scratch().take::<u32>(stream, entries_len(windows, n))?;
     k::scatter(gpu, stream, batch, digits, &mut cursor, &mut entries, probe)?;
     Ok(Sorted { seg: Segments { count, off }, entries })
 }

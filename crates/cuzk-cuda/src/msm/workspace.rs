@@ -1,0 +1,235 @@
+//! What an MSM's buffers on the scratch shelves ([`crate::scratch`]) come to, counted on the host
+//! from its plan: the device memory [`crate::CudaBackend::reserve_msm_workspace`] will hold for a
+//! key, known before the key's tables are built, so that the tables leave that much free and no more.
+//!
+//! The count follows the takes of `sort::sort` and `buckets::reduce` buffer by buffer (the sizes come
+//! from the same functions), and counts every take of a batch as held at once, so it is an upper bound
+//! of what the shelves keep; the GPU suite checks it against the shelves after a reserve.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+
+use cuzk_field::Curve;
+
+use super::buckets;
+use super::plan::{MsmConfig, Plan};
+use super::sort;
+use super::Table;
+use crate::kernels::msm::SCAN_BLOCK;
+use crate::scratch::SPARE;
+use crate::{CudaError, GpuAffine, Xyzz};
+
+/// One shelf's part in an MSM: the element's size, how many buffers the MSM takes from it, and how
+/// many the shelf keeps at least ([`SPARE`], or 1 for buffers only the compute stream uses).
+#[derive(Debug, Clone, Copy)]
+struct Shelf {
+    size: usize,
+    count: usize,
+    spare: usize,
+}
+
+/// The scratch buffers one MSM takes, per shelf (element type and length).
+#[derive(Debug, Default, Clone)]
+pub struct Takes {
+    shelves: HashMap<(TypeId, usize), Shelf>,
+}
+
+impl Takes {
+    /// Counts a take of `n` elements of `T` (at least one, as [`crate::scratch::Scratch`] allocates).
+    pub(crate) fn take<T: 'static>(&mut self, n: usize) {
+        self.take_spare::<T>(n, SPARE);
+    }
+
+    /// Counts a take by `Scratch::take_serial`.
+    pub(crate) fn take_serial<T: 'static>(&mut self, n: usize) {
+        self.take_spare::<T>(n, 1);
+    }
+
+    fn take_spare<T: 'static>(&mut self, n: usize, spare: usize) {
+        let size = std::mem::size_of::<T>();
+        let e = self.shelves.entry((TypeId::of::<T>(), n.max(1))).or_insert(Shelf { size, count: 0, spare });
+        e.count += 1;
+        e.spare = e.spare.max(spare);
+    }
+
+    /// The takes of `sort::scan` on `n` elements.
+    pub(crate) fn scan(&mut self, n: usize) {
+        let blocks = n.div_ceil(SCAN_BLOCK).max(1);
+        self.take::<u32>(n);
+        self.take::<u32>(blocks);
+        if blocks > 1 {
+            self.scan(blocks);
+        }
+    }
+
+    /// Bytes of one buffer per take.
+    pub fn bytes(&self) -> usize {
+        self.shelves.iter().map(|(&(_, len), s)| len * s.size * s.count).sum()
+    }
+}
+
+/// Device bytes the shelves hold once `msms` have all run twice, as a key's reserve runs them: each
+/// shelf keeps its spare buffers ([`SPARE`], or one for the compute stream's own), or as many as one
+/// MSM takes, whichever is more; MSMs that take buffers of the same type and length share their shelf.
+pub fn shelved_bytes<'a>(msms: impl IntoIterator<Item = &'a Takes>) -> usize {
+    let mut most: HashMap<(TypeId, usize), Shelf> = HashMap::new();
+    for t in msms {
+        for (&key, s) in &t.shelves {
+            let e = most.entry(key).or_insert(Shelf { count: 0, spare: 0, ..*s });
+            (e.count, e.spare) = (e.count.max(s.count), e.spare.max(s.spare));
+        }
+    }
+    most.iter().map(|(&(_, len), s)| len * s.size * s.count.max(s.spare)).sum()
+}
+
+/// The takes of an MSM over `points` kept bases on a device of `sms` multiprocessors, with `table`'s
+/// multiples per point (or none), its bases in host memory when `host`.
+pub fn msm_takes<C: Curve>(
+    sms: u32,
+    points: usize,
+    table: Option<Table>,
+    host: bool,
+    config: &MsmConfig,
+) -> Result<Takes, CudaError> {
+    let mut takes = Takes::default();
+    if points == 0 {
+        return Ok(takes);
+    }
+    let (plan, m, batch_len) = super::plan_for::<C>(points, table, config)?;
+    let last = points - (points - 1) / batch_len * batch_len;
+    let sizes: &[usize] = if last == batch_len { &[batch_len] } else { &[batch_len, last] };
+    for &n in sizes {
+        sort_takes(&mut takes, &plan, n);
+        reduce_takes::<C>(&mut takes, sms, &plan, n * m)?;
+    }
+    if points > batch_len {
+        // The next batch is sorted while one is summed.
+        sort_takes(&mut takes, &plan, batch_len);
+    }
+    if host {
+        for _ in 0..points.div_ceil(batch_len).min(2) {
+            takes.take::<GpuAffine<C>>(batch_len);
+        }
+    }
+    Ok(takes)
+}
+
+/// `sort::sort`'s takes for a batch of `n` points.
+fn sort_takes(takes: &mut Takes, plan: &Plan, n: usize) {
+    let buckets = plan.buckets() as usize;
+    takes.take::<u32>(buckets);
+    takes.scan(buckets);
+    takes.take::<u32>(buckets);
+    takes.take::<u32>(sort::entries_len(plan.windows, n));
+}
+
+/// `buckets::reduce`'s takes for a batch of `points` bases (a table's multiples counted).
+fn reduce_takes<C: Curve>(takes: &mut Takes, sms: u32, plan: &Plan, points: usize) -> Result<(), CudaError> {
+    let buckets = plan.window_buckets() as usize;
+    takes.take_serial::<Xyzz<C>>(plan.sets as usize + 1);
+    takes.take_serial::<Xyzz<C>>(plan.ones_threads as usize);
+    buckets::reduce_levels(1, plan.ones_threads, |groups| takes.take_serial::<Xyzz<C>>(groups));
+    let (pieces, batched) = buckets::first_round::<C>(sms, plan, points)?;
+    takes.take::<u32>(buckets);
+    takes.take::<u32>(buckets);
+    let items = pieces as usize + buckets;
+    takes.take_serial::<Xyzz<C>>(items);
+    if batched.is_some() {
+        takes.take_serial::<GpuAffine<C>>(pieces as usize);
+        takes.take_serial::<u64>(pieces as usize * crate::kernels::msm::batch_prefix_words::<C>());
+        takes.take_serial::<u32>(pieces as usize * 4);
+    }
+    let (mut rounds, mut len) = (0, 0);
+    buckets::later_rounds(pieces, points, items, buckets, |next_items| {
+        takes.take::<u32>(buckets);
+        takes.scan(buckets);
+        (rounds, len) = (rounds + 1, len.max(next_items));
+    });
+    for _ in 0..rounds.min(2) {
+        takes.take_serial::<Xyzz<C>>(len);
+    }
+    takes.take_serial::<Xyzz<C>>((plan.sets * plan.segments) as usize);
+    buckets::reduce_levels(plan.sets, plan.segments, |groups| takes.take_serial::<Xyzz<C>>(groups));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuzk_field::{G1, G2};
+
+    /// The H200's multiprocessors.
+    const SMS: u32 = 132;
+
+    #[test]
+    fn entries_of_nearly_equal_batches_share_a_shelf_and_waste_at_most_a_sixteenth() {
+        for windows in [1u32, 13, 16, 43] {
+            for n in (1..5000usize).chain([(1 << 24) - 7, 1 << 24, (1 << 24) + 1, 3 << 22]) {
+                let (exact, len) = (windows as usize * n, sort::entries_len(windows, n));
+                assert!(exact <= len && len <= exact + exact / 16, "{windows} x {n}: {len}");
+            }
+        }
+        // A, B, L and H of a 2^24-row key keep a few points fewer than 2^24, or all of them.
+        let full = sort::entries_len(13, 1 << 24);
+        assert_eq!(full, 13 << 24);
+        assert!([1, 5, 1000].iter().all(|d| sort::entries_len(13, (1 << 24) - d) == full));
+    }
+
+    #[test]
+    fn shelves_keep_two_buffers_or_what_one_msm_takes_and_msms_share_them() {
+        let mut one = Takes::default();
+        one.take::<u32>(100);
+        assert_eq!((one.bytes(), shelved_bytes([&one])), (400, 2 * 400));
+        let mut three = Takes::default();
+        for _ in 0..3 {
+            three.take::<u32>(100);
+        }
+        three.take::<u64>(100);
+        // Same shelf (u32, 100): the most any one MSM takes; another type is another shelf.
+        assert_eq!(shelved_bytes([&one, &three]), 3 * 400 + 2 * 800);
+        // The compute stream's own buffers: one, unless an MSM holds more at once.
+        let mut serial = Takes::default();
+        serial.take_serial::<u64>(10);
+        assert_eq!(shelved_bytes([&serial]), 80);
+        serial.take_serial::<u64>(10);
+        assert_eq!(shelved_bytes([&serial]), 160);
+        // A shelf the sort and the sums share keeps the sort's spare.
+        serial.take_serial::<u32>(100);
+        assert_eq!(shelved_bytes([&serial, &one]), 160 + 2 * 400);
+        assert_eq!(shelved_bytes([&one, &one]), shelved_bytes([&one]));
+        assert_eq!(shelved_bytes(std::iter::empty()), 0);
+    }
+
+    #[test]
+    fn a_tabled_2_24_msm_counts_its_entries_chains_and_partials() {
+        let config = MsmConfig::default();
+        let table = Some(Table { window_bits: 20, multiples: 13 });
+        let g1 = msm_takes::<G1>(SMS, 1 << 24, table, false, &config).unwrap();
+        let g2 = msm_takes::<G2>(SMS, 1 << 24, table, false, &config).unwrap();
+        // Per MSM: 13 x 2^24 entries (872 MB), the batched round's chains (G1: 132 x 3 x 128 threads
+        // of 128 chains; G2: 132 x 2 x 128 threads of 128) with their accumulators, prefix products
+        // and partials, and the later rounds' partials.
+        let entries = 13usize << 26;
+        let chains_g1 = 132 * 3 * 128 * 128;
+        let (xyzz1, affine1) = (std::mem::size_of::<Xyzz<G1>>(), std::mem::size_of::<GpuAffine<G1>>());
+        let least = entries + chains_g1 * (xyzz1 + affine1 + 48 + 16);
+        assert!(
+            least <= g1.bytes() && g1.bytes() <= least / 10 * 13,
+            "G1: {} bytes, {least} at least",
+            g1.bytes()
+        );
+        assert!(g2.bytes() > entries + 132 * 2 * 128 * 128 * std::mem::size_of::<Xyzz<G2>>());
+        // A key's five MSMs of nearly 2^24 points: two sets of the sort's buffers, shared by all, and
+        // one of the sums' buffers per curve, so about one G1 MSM's and one G2 MSM's.
+        let h = msm_takes::<G1>(SMS, (1 << 24) - 1, table, false, &config).unwrap();
+        let key = shelved_bytes([&h, &g1, &g1, &g2, &g1]);
+        assert!(key.abs_diff(g1.bytes() + g2.bytes()) < 64 << 20, "{key}");
+        eprintln!("per MSM: G1 {} G2 {}; the key's five MSMs: {key}", g1.bytes(), g2.bytes());
+        // Bases in host memory add their two upload buffers; an empty MSM takes nothing.
+        let host = msm_takes::<G1>(SMS, 1 << 24, None, true, &config).unwrap();
+        let device = msm_takes::<G1>(SMS, 1 << 24, None, false, &config).unwrap();
+        assert_eq!(host.bytes() - device.bytes(), affine1 << 24);
+        assert_eq!(msm_takes::<G1>(SMS, 0, table, false, &config).unwrap().bytes(), 0);
+        assert!(msm_takes::<G1>(SMS, 5, None, false, &MsmConfig { batch: 0, ..config }).is_err());
+    }
+}
