@@ -442,8 +442,8 @@ pub(crate) fn sum_xyzz<C: Curve>(
     // SAFETY: matches `G_sum_xyzz(const Xyzz<F>* in, const uint32_t* count, const uint32_t* off,
     // const uint32_t* off_next, uint32_t buckets, uint32_t L, Xyzz<F>* out)`; the ranges read lie in
     // `input` (the previous round's output, whose segments these are) and were written by it; thread q
-    // writes out[q] only below the number of chunks, which the caller sized `items` for (at most the
-    // input's items / L + buckets), and the grid has `items` <= out.len() threads (checked).
+    // writes out[q] only below the number of chunks (threads past it return at once), which the caller
+    // sized `items` for (at most the input's items / L + buckets), and `items` <= out.len() (checked).
     unsafe {
         stream
             .launch_builder(&ck.sum_xyzz)

@@ -239,7 +239,8 @@ pub(crate) fn reduce<C: Curve>(
         let out_ref = (next_items, &mut *out);
         k::sum_xyzz(gpu, ck, stream, &data, seg.as_ref(), &next.off, buckets, LATER_CHUNK, out_ref, probe)?;
         let read = std::mem::replace(&mut data, out);
-        // The first round's buffer goes back to its shelf; the later rounds' own is written next.
+        // A buffer of the later rounds' size is written next (the first round's, if it happens to
+        // be that size); any other goes back to its shelf.
         if read.len() == len {
             spare = Some(read);
         }
