@@ -69,6 +69,17 @@ pub(crate) fn chunk_counts(
     Ok(Segments { count, off })
 }
 
+/// Whether the sort takes a batch of `n` points with `plan`: under 2^31 points and 2^32 entries.
+pub(crate) fn check_batch(n: usize, plan: &Plan) -> Result<(), CudaError> {
+    if u32::try_from(n).ok().filter(|&v| v < 1 << 31).is_none() {
+        return Err(CudaError::Size { op: "msm", size: n, reason: "batch over 2^31 points" });
+    }
+    if plan.windows as u64 * n as u64 >= 1 << 32 {
+        return Err(CudaError::Size { op: "msm", size: n, reason: "batch over 2^32 bucket entries" });
+    }
+    Ok(())
+}
+
 /// Length of the entries buffer for a batch of `n` points and `windows` windows: room for one entry
 /// per window and point, rounded up to a sixteenth of the next power of two or finer, so that the
 /// MSMs of a key whose kept points differ by a few (A, B, L and H of a circuit) share one shelf of
@@ -90,12 +101,7 @@ pub(crate) fn sort(
     plan: &Plan,
     probe: &mut Probe,
 ) -> Result<Sorted, CudaError> {
-    if u32::try_from(n).ok().filter(|&v| v < 1 << 31).is_none() {
-        return Err(CudaError::Size { op: "msm", size: n, reason: "batch over 2^31 points" });
-    }
-    if plan.windows as u64 * n as u64 >= 1 << 32 {
-        return Err(CudaError::Size { op: "msm", size: n, reason: "batch over 2^32 bucket entries" });
-    }
+    check_batch(n, plan)?;
     let buckets = plan.buckets() as usize;
     let windows = plan.windows;
     let digits = k::Digits { c: plan.c, windows, m: plan.multiples };

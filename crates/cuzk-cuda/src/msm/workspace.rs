@@ -99,6 +99,8 @@ pub fn msm_takes<C: Curve>(
     let last = points - (points - 1) / batch_len * batch_len;
     let sizes: &[usize] = if last == batch_len { &[batch_len] } else { &[batch_len, last] };
     for &n in sizes {
+        // An MSM the sort refuses takes nothing: refused here too.
+        sort::check_batch(n, &plan)?;
         sort_takes(&mut takes, &plan, n);
         reduce_takes::<C>(&mut takes, sms, &plan, n * m)?;
     }
@@ -231,5 +233,11 @@ mod tests {
         assert_eq!(host.bytes() - device.bytes(), affine1 << 24);
         assert_eq!(msm_takes::<G1>(SMS, 0, table, false, &config).unwrap().bytes(), 0);
         assert!(msm_takes::<G1>(SMS, 5, None, false, &MsmConfig { batch: 0, ..config }).is_err());
+        // Batches the sort refuses: 2^31 points, or 2^32 entries (2^28 points of 16 windows).
+        let huge = MsmConfig { batch: 1 << 31, ..config };
+        assert!(msm_takes::<G1>(SMS, 1 << 31, None, false, &huge).is_err());
+        assert!(
+            msm_takes::<G1>(SMS, 1 << 28, None, false, &MsmConfig { window_bits: Some(16), ..huge }).is_err()
+        );
     }
 }
