@@ -111,9 +111,8 @@ impl CudaKey {
             backend.reserve_msm_workspace(&key).map_err(|e| device_error("reserve_msm_workspace", e))?;
         reserve_slots(backend, &key, 1)?;
         let (free, _) = backend.gpu().memory().map_err(|e| device_error("memory", e))?;
-        let [a, b_g1, l, h] = key.g1_bases();
         let bases =
-            [a, b_g1, l, h].iter().map(|b| b.device_bytes()).sum::<u64>() + key.g2_bases().device_bytes();
+            key.g1_bases().iter().map(|b| b.device_bytes()).sum::<u64>() + key.g2_bases().device_bytes();
         let device = backend.gpu().info().ordinal;
         let memory = KeyMemory { device, bases, msm_workspace: workspace as u64, free: free as u64 };
         tracing::info!(

@@ -27,7 +27,7 @@ pub use cuzk_field::{Curve, G1, G2};
 pub(crate) use bases::{upload as upload_bases, MSM_RESERVE};
 pub use bases::{GpuBases, MsmBases, Points, Residency, Table};
 pub use plan::{batch_affine_from, FirstRound, MsmConfig, Plan, MAX_WINDOW_BITS};
-pub use workspace::{msm_takes, shelved_bytes, Takes};
+pub(crate) use workspace::{msm_takes, shelved_bytes};
 
 use crate::gpu::ResultBuffer;
 use crate::profile::{Probe, DOWNLOAD};

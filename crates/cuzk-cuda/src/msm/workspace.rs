@@ -30,7 +30,7 @@ struct Shelf {
 
 /// The scratch buffers one MSM takes, per shelf (element type and length).
 #[derive(Debug, Default, Clone)]
-pub struct Takes {
+pub(crate) struct Takes {
     shelves: HashMap<(TypeId, usize), Shelf>,
 }
 
@@ -63,7 +63,8 @@ impl Takes {
     }
 
     /// Bytes of one buffer per take.
-    pub fn bytes(&self) -> usize {
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
         self.shelves.iter().map(|(&(_, len), s)| len * s.size * s.count).sum()
     }
 }
@@ -71,7 +72,7 @@ impl Takes {
 /// Device bytes the shelves hold once `msms` have all run twice, as a key's reserve runs them: each
 /// shelf keeps its spare buffers ([`SPARE`], or one for the compute stream's own), or as many as one
 /// MSM takes, whichever is more; MSMs that take buffers of the same type and length share their shelf.
-pub fn shelved_bytes<'a>(msms: impl IntoIterator<Item = &'a Takes>) -> usize {
+pub(crate) fn shelved_bytes<'a>(msms: impl IntoIterator<Item = &'a Takes>) -> usize {
     let mut most: HashMap<(TypeId, usize), Shelf> = HashMap::new();
     for t in msms {
         for (&key, s) in &t.shelves {
@@ -84,7 +85,7 @@ pub fn shelved_bytes<'a>(msms: impl IntoIterator<Item = &'a Takes>) -> usize {
 
 /// The takes of an MSM over `points` kept bases on a device of `sms` multiprocessors, with `table`'s
 /// multiples per point (or none), its bases in host memory when `host`.
-pub fn msm_takes<C: Curve>(
+pub(crate) fn msm_takes<C: Curve>(
     sms: u32,
     points: usize,
     table: Option<Table>,
