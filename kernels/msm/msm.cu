@@ -11,7 +11,9 @@
 //      window w = s m + j adds that multiple into bucket set s, so m windows share one set of buckets
 //      and the sets are combined by 2^(c m) instead of 2^c; without one, m = 1: a set per window.
 //   2. an exclusive scan of the bucket counts gives each bucket its range (scan_blocks / scan_add);
-//   3. msm_scatter: the same digits again, each (base index, sign) written into its bucket's range;
+//   3. msm_scatter: the same digits again, each (base index, sign) written into its bucket's range
+//      (or the same in two passes through a temporary grouped by runs of buckets: msm_scatter_bins and
+//      msm_place, whose writes stay within the L2 cache);
 //   4. G_sum_ones adds the points listed as ones, a fixed share per thread (a batch addition, no bucket
 //      machinery), and G_reduce adds its partials into one point;
 //   5. the first summing round (G_sum_affine) cuts the windows' entries into equal pieces of L entries,
@@ -38,10 +40,10 @@ __device__ __forceinline__ uint32_t scalar_bits(const uint32_t (&s)[8], uint32_t
 // Calls f(key, index, negative) for each nonzero signed digit of scalar i, with windows taken m to a
 // bucket set (key = set * 2^(c-1) + |d| - 1, index = i * m + the window's place in its set), or
 // f(ones_key, i * m, false) once for a scalar equal to 1. Returns nothing for 0.
+// `s` is the scalar in canonical form (for_each_digit below takes it in Montgomery form).
 template <class Fn>
-__device__ __forceinline__ void for_each_digit(const Fr& scalar_mont, uint32_t i, uint32_t c, uint32_t windows,
-                                               uint32_t m, Fn f) {
-    const Fr s = scalar_mont.from_mont();
+__device__ __forceinline__ void for_each_digit_of(const Fr& s, uint32_t i, uint32_t c, uint32_t windows, uint32_t m,
+                                                  Fn f) {
     uint32_t high = 0;
 #pragma unroll
     for (int k = 1; k < 8; k++) high |= s.v[k];
@@ -66,6 +68,12 @@ __device__ __forceinline__ void for_each_digit(const Fr& scalar_mont, uint32_t i
             set_key += half;
         }
     }
+}
+
+template <class Fn>
+__device__ __forceinline__ void for_each_digit(const Fr& scalar_mont, uint32_t i, uint32_t c, uint32_t windows,
+                                               uint32_t m, Fn f) {
+    for_each_digit_of(scalar_mont.from_mont(), i, c, windows, m, f);
 }
 
 // The scalar of point i: scalars[i], or scalars[select[i]] with a selection.
@@ -120,6 +128,104 @@ extern "C" __global__ void msm_scatter(const Fr* scalars, const uint32_t* select
     if (lane == leader) base = atomicAdd(&cursor[ones_key], __popc(lanes));
     base = __shfl_sync(0xffffffffu, base, leader);
     if (one) entries[base + __popc(lanes & ((1u << lane) - 1))] = i * m;
+}
+
+// The binned scatter: msm_scatter's result in two passes whose writes stay within the L2 cache, for
+// msm_scatter's random 4-byte stores over the whole entries array each cost a sector of memory traffic
+// or two. Bins are runs of 2^shift consecutive buckets of the sets; bin b's entries take the final
+// positions from off[b << shift] on. The first pass (msm_scatter_bins) writes each digit's (key, entry)
+// pair into a temporary at a position of its bin's range, in no order inside the bin: per tile of
+// BIN_TILE scalars, a histogram of the tile's digits over the bins in shared memory, one global atomic
+// per (tile, bin) on the bin's cursor reserves a run of positions, and the tile's digits fill their
+// runs. The ones go straight to their bucket, as in msm_scatter. The second pass (msm_place) reads the
+// temporary in order and puts each entry at its bucket's cursor: at any time the blocks read a few
+// neighbouring bins, so the cursors they add to and the part of the entries they write stay in L2,
+// and each sector leaves it whole.
+constexpr uint32_t BIN_THREADS = 256, BIN_PER_THREAD = 4, BIN_TILE = BIN_THREADS * BIN_PER_THREAD;
+constexpr uint32_t MAX_BINS = 4096;
+constexpr uint32_t PLACE_THREADS = 256, PLACE_PER_THREAD = 8;
+
+// cursor[b] = off[b << shift] for each bin b < bins, and cursor[bins] = off[ones_key] (the ones').
+extern "C" __global__ void msm_bin_cursors(const uint32_t* off, uint32_t shift, uint32_t bins, uint32_t ones_key,
+                                           uint32_t* cursor) {
+    const uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b < bins)
+        cursor[b] = off[b << shift];
+    else if (b == bins)
+        cursor[b] = off[ones_key];
+}
+
+// bin_cursor comes from msm_bin_cursors; pairs[p] = (key, entry) for each digit of the sets, entries as
+// in msm_scatter; the ones are written to entries directly.
+extern "C" __global__ void __launch_bounds__(BIN_THREADS)
+    msm_scatter_bins(const Fr* __restrict__ scalars, const uint32_t* __restrict__ select, uint32_t selected,
+                     uint32_t n, uint32_t c, uint32_t windows, uint32_t m, uint32_t shift, uint32_t bins,
+                     uint32_t* bin_cursor, uint2* pairs, uint32_t* entries) {
+    __shared__ uint32_t run[MAX_BINS];
+    for (uint32_t b = threadIdx.x; b < bins; b += BIN_THREADS) run[b] = 0;
+    const uint32_t ones_key = ones_key_of(c, windows, m);
+    const uint32_t tile = blockIdx.x * BIN_TILE;
+    // The tile's scalars in canonical form, converted once for both passes over their digits.
+    Fr s[BIN_PER_THREAD];
+#pragma unroll
+    for (uint32_t k = 0; k < BIN_PER_THREAD; k++) {
+        const uint32_t i = tile + k * BIN_THREADS + threadIdx.x;
+        if (i < n) s[k] = scalar_of(scalars, select, selected, i).from_mont();
+    }
+    __syncthreads();
+#pragma unroll
+    for (uint32_t k = 0; k < BIN_PER_THREAD; k++) {
+        const uint32_t i = tile + k * BIN_THREADS + threadIdx.x;
+        if (i < n)
+            for_each_digit_of(s[k], i, c, windows, m, [&](uint32_t key, uint32_t, bool) {
+                if (key != ones_key) atomicAdd(&run[key >> shift], 1u);
+            });
+    }
+    __syncthreads();
+    // Each bin's count becomes the start of the tile's run in it.
+    for (uint32_t b = threadIdx.x; b < bins; b += BIN_THREADS)
+        if (run[b] != 0) run[b] = atomicAdd(&bin_cursor[b], run[b]);
+    __syncthreads();
+    const uint32_t lane = threadIdx.x & 31;
+#pragma unroll
+    for (uint32_t k = 0; k < BIN_PER_THREAD; k++) {
+        const uint32_t i = tile + k * BIN_THREADS + threadIdx.x;
+        bool one = false;
+        if (i < n)
+            for_each_digit_of(s[k], i, c, windows, m, [&](uint32_t key, uint32_t index, bool neg) {
+                if (key == ones_key)
+                    one = true;
+                else
+                    pairs[atomicAdd(&run[key >> shift], 1u)] = make_uint2(key, index | ((uint32_t)neg << 31));
+            });
+        const uint32_t lanes = __ballot_sync(0xffffffffu, one);
+        if (lanes == 0) continue;
+        const uint32_t leader = __ffs(lanes) - 1;
+        uint32_t base = 0;
+        if (lane == leader) base = atomicAdd(&bin_cursor[bins], __popc(lanes));
+        base = __shfl_sync(0xffffffffu, base, leader);
+        if (one) entries[base + __popc(lanes & ((1u << lane) - 1))] = i * m;
+    }
+}
+
+// The sets' entries, off[ones_key] of them, from pairs to entries: cursor starts as a copy of off.
+extern "C" __global__ void __launch_bounds__(PLACE_THREADS)
+    msm_place(const uint2* __restrict__ pairs, const uint32_t* __restrict__ off, uint32_t ones_key, uint32_t* cursor,
+              uint32_t* entries) {
+    const uint64_t total = off[ones_key];
+    const uint64_t first = (uint64_t)blockIdx.x * (PLACE_THREADS * PLACE_PER_THREAD) + threadIdx.x;
+    if (first >= total) return;
+    uint2 p[PLACE_PER_THREAD];
+#pragma unroll
+    for (uint32_t k = 0; k < PLACE_PER_THREAD; k++) {
+        const uint64_t j = first + k * PLACE_THREADS;
+        if (j < total) p[k] = pairs[j];
+    }
+#pragma unroll
+    for (uint32_t k = 0; k < PLACE_PER_THREAD; k++) {
+        const uint64_t j = first + k * PLACE_THREADS;
+        if (j < total) entries[atomicAdd(&cursor[p[k].x], 1u)] = p[k].y;
+    }
 }
 
 // The chunk of bucket entries thread q sums in a round: bucket b is the last with off_next[b] <= q

@@ -2,11 +2,13 @@
 //!
 //! Usage: msm_bench [--json FILE] [--ark-max LOG] [--sizes LOG,LOG,...] [--windows C,C,...]
 //!                  [--tables C:M,C:M,...] [--bases device|host|both] [--curves g1,g2]
-//!                  [--scalars random,bits] [--first-rounds xyzz,batch,batch:K,auto] [--trace]
+//!                  [--scalars random,bits] [--first-rounds xyzz,batch,batch:K,auto]
+//!                  [--sorts direct,binned] [--trace]
 //!
 //! `--first-rounds` times every variant with each way of doing the first summing round (`xyzz`
 //! accumulators, `batch` affine additions, `batch:K` with K chains per thread, or `auto`: batched from
-//! `batch_affine_from(curve)` points, the default).
+//! `batch_affine_from(curve)` points, the default). `--sorts` times each with each way of writing
+//! the sorted entries (`direct`, the default, or `binned`).
 //!
 //! `--tables` adds, after the plain variants, device-resident bases replaced by a table of `M`
 //! multiples per point for windows of `C` bits (`M = all`: every window in one set of buckets),
@@ -30,7 +32,7 @@ use std::time::Instant;
 use ark_bls12_381::{Fr, G1Projective, G2Projective};
 use ark_ec::{CurveGroup, VariableBaseMSM};
 use ark_ff::{One, UniformRand, Zero};
-use cuzk_cuda::msm::{self, Curve, FirstRound, Plan, G1, G2};
+use cuzk_cuda::msm::{self, Curve, FirstRound, Plan, Sort, G1, G2};
 use cuzk_cuda::profile::Probe;
 use cuzk_cuda::{CudaBackend, CudaError, GpuFr, MsmConfig, Residency};
 use cuzk_field::{to_device_vec, DeviceFr};
@@ -84,13 +86,22 @@ fn table_label(r: &Row) -> String {
 }
 
 /// ` batched affine` (with its chains per thread when set) for a row whose first summing round was
-/// batched, else nothing.
+/// batched, and ` binned sort` for one whose sort was, else nothing.
 fn round_label(r: &Row) -> String {
-    match (r.first_round, r.batch_chains) {
+    let round = match (r.first_round, r.batch_chains) {
         (FirstRound::BatchAffine, Some(k)) => format!(" batched affine x{k}"),
         (FirstRound::BatchAffine, None) => " batched affine".into(),
         (FirstRound::Auto, _) => " auto".into(),
         (FirstRound::Xyzz, _) => String::new(),
+    };
+    round + sort_label(r.sort)
+}
+
+/// ` binned sort` for [`Sort::Binned`], nothing for the default.
+fn sort_label(sort: Sort) -> &'static str {
+    match sort {
+        Sort::Direct => "",
+        Sort::Binned => " binned sort",
     }
 }
 
@@ -103,6 +114,7 @@ struct Row {
     multiples: u32,
     first_round: FirstRound,
     batch_chains: Option<u32>,
+    sort: Sort,
     table: Option<(f64, u64)>,
     host_bases: bool,
     wall_ms: f64,
@@ -132,6 +144,8 @@ struct Sweep {
     kinds: Vec<bool>,
     /// First rounds, with the chains per thread of a batched one (`None`: the default).
     first_rounds: Vec<(FirstRound, Option<u32>)>,
+    /// Ways of writing the sorted entries.
+    sorts: Vec<Sort>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -182,12 +196,13 @@ fn run<C: Curve>(
                 table = Some((start.elapsed().as_secs_f64() * 1e3, t.device_bytes()));
                 tabled = Some(t);
             }
-            for &(first_round, batch_chains) in &sweep.first_rounds {
+            let rounds = sweep.first_rounds.iter().flat_map(|&r| sweep.sorts.iter().map(move |&s| (r, s)));
+            for ((first_round, batch_chains), sort) in rounds {
                 let (on_host, dev) = match plain_index {
                     Some(i) => (&stored[i].0, &stored[i].1),
                     None => (&false, tabled.as_ref().expect("a table was just built")),
                 };
-                let config = MsmConfig { window_bits, first_round, batch_chains, ..b.msm_config() };
+                let config = MsmConfig { window_bits, first_round, batch_chains, sort, ..b.msm_config() };
                 let call = |probe: &mut Probe| {
                     msm::msm_probed::<C>(gpu, &dev.msm_bases(), &dk.slice(..), &config, probe)
                 };
@@ -197,7 +212,7 @@ fn run<C: Curve>(
                     Some(r) => assert_eq!(
                         r,
                         got,
-                        "{} 2^{log_n}: window {window_bits:?}, {first_round:?} differs",
+                        "{} 2^{log_n}: window {window_bits:?}, {first_round:?}, {sort:?} differs",
                         C::NAME
                     ),
                 }
@@ -291,6 +306,7 @@ fn run<C: Curve>(
                     multiples: plan.multiples,
                     first_round,
                     batch_chains,
+                    sort,
                     table,
                     host_bases: *on_host,
                     wall_ms: median(walls),
@@ -368,6 +384,9 @@ fn main() {
                     .collect()
             })
             .unwrap_or_else(|| vec![(MsmConfig::default().first_round, None)]),
+        sorts: list("--sorts")
+            .map(|v| v.iter().map(|x| if x == "binned" { Sort::Binned } else { Sort::Direct }).collect())
+            .unwrap_or_else(|| vec![MsmConfig::default().sort]),
     };
     let curves = list("--curves").unwrap_or_else(|| vec!["g1".into(), "g2".into()]);
     let b = match CudaBackend::new(0) {
@@ -426,7 +445,7 @@ fn main() {
                     format!("batched affine{}", r.batch_chains.map_or(String::new(), |k| format!(" x{k}"))),
                 FirstRound::Xyzz => "xyzz".into(),
                 FirstRound::Auto => "auto".into(),
-            },
+            } + sort_label(r.sort),
             r.table.map_or("-".into(), |(ms, bytes)| format!(
                 "{}, {ms:.0}, {:.2}",
                 r.multiples,
@@ -461,13 +480,14 @@ fn main() {
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"multiples\":{},\"batched_affine\":{},\"host_bases\":{},\"wall_ms\":{},\"kernel_ms\":{},\"stream_ms\":{},\"stream_share\":{},\"ark_ms\":{}}}",
+                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"multiples\":{},\"batched_affine\":{},\"binned_sort\":{},\"host_bases\":{},\"wall_ms\":{},\"kernel_ms\":{},\"stream_ms\":{},\"stream_share\":{},\"ark_ms\":{}}}",
                     r.curve,
                     r.log_n,
                     r.bits,
                     r.window,
                     r.multiples,
                     r.first_round == FirstRound::BatchAffine,
+                    r.sort == Sort::Binned,
                     r.host_bases,
                     r.wall_ms,
                     r.kernel_ms,

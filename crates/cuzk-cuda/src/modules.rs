@@ -89,6 +89,9 @@ impl R1csKernels {
 pub(crate) struct MsmKernels {
     pub(crate) count: CudaFunction,
     pub(crate) scatter: CudaFunction,
+    pub(crate) bin_cursors: CudaFunction,
+    pub(crate) scatter_bins: CudaFunction,
+    pub(crate) place: CudaFunction,
     pub(crate) chunk_counts: CudaFunction,
     pub(crate) flat_counts: CudaFunction,
     pub(crate) scan_blocks: CudaFunction,
@@ -127,6 +130,9 @@ impl MsmKernels {
         Ok(Self {
             count: function(&m, "msm_count")?,
             scatter: function(&m, "msm_scatter")?,
+            bin_cursors: function(&m, "msm_bin_cursors")?,
+            scatter_bins: function(&m, "msm_scatter_bins")?,
+            place: function(&m, "msm_place")?,
             chunk_counts: function(&m, "msm_chunk_counts")?,
             flat_counts: function(&m, "msm_flat_counts")?,
             scan_blocks: function(&m, "scan_blocks")?,

@@ -131,7 +131,8 @@ pub(crate) const DOWNLOAD: &str = "download (window sums)";
 /// The step a kernel belongs to, for [`Probe::steps`].
 fn step_of(kernel: &'static str) -> &'static str {
     match kernel {
-        "msm_count" | "scan_blocks" | "scan_add" | "msm_scatter" => "sort",
+        "msm_count" | "scan_blocks" | "scan_add" | "msm_scatter" | "msm_bin_cursors" | "msm_scatter_bins"
+        | "msm_place" => "sort",
         "sum_affine" | "sum_batch" | "sum_xyzz" | "msm_flat_counts" | "msm_chunk_counts" => "bucket sums",
         "sum_ones" => "ones (batch addition)",
         "window_segments" | "reduce" => "reductions",

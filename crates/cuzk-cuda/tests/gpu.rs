@@ -7,8 +7,8 @@ use ark_ec::{CurveGroup, VariableBaseMSM};
 use ark_ff::{BigInt, FftField, Field, One, PrimeField, UniformRand, Zero};
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use cuzk_circuits::PorepLike;
-use cuzk_cuda::msm::FirstRound;
 use cuzk_cuda::msm::{Curve, G1, G2};
+use cuzk_cuda::msm::{FirstRound, Sort};
 use cuzk_cuda::{kernels, CudaBackend, GpuFq, GpuFq2, GpuFr, MsmConfig, Residency};
 use cuzk_field::{constants, DeviceFq, DeviceFq2, DeviceFr, DeviceRepr};
 use cuzk_groth16::{prove, witness_map, CpuBackend, NttKind, PolyBackend, PreparedKey, ProveOptions};
@@ -525,6 +525,60 @@ fn msm_with_a_table_of_multiples_matches_ark_ec() {
         gpu.msm_host(&d, &s).unwrap().into_affine(),
         G1Projective::msm(&b1, &s).unwrap().into_affine()
     );
+}
+
+#[test]
+fn msm_sorts_binned_and_direct_agree_with_ark_ec() {
+    // The direct sort (the default, which every other MSM test runs) and the binned one, on awkward
+    // sizes and every scalar kind (the ones and the small values pile into few buckets), with a
+    // selection of sparse bases, with tables, with windows whose bins are wider than 1024 buckets,
+    // and past 2^20 points with several batches.
+    let mut rng = seeded_rng("msm_sorts");
+    let n = 5000;
+    let b1 = bases::<G1Projective>(n, &mut rng);
+    let b2 = bases::<G2Projective>(n, &mut rng);
+    let mut sparse = b1.clone();
+    for i in (0..n).filter(|i| i % 3 != 0) {
+        sparse[i] = Default::default();
+    }
+    for sort in [Sort::Direct, Sort::Binned] {
+        let config = MsmConfig { sort, ..MsmConfig::default() };
+        let gpu = backend().with_msm_config(config);
+        for &size in &[1usize, 2, 5, 257, 1025, 4097, n] {
+            for kind in KINDS {
+                let s = scalars(kind, size, &mut rng);
+                let e1 = G1Projective::msm(&b1[..size], &s).unwrap();
+                check_msm::<G1>(&gpu, &b1[..size], &s, e1, &format!("{sort:?}, n = {size}, {kind:?}"));
+                if size % 2 == 1 {
+                    let e2 = G2Projective::msm(&b2[..size], &s).unwrap();
+                    check_msm::<G2>(&gpu, &b2[..size], &s, e2, &format!("{sort:?}, G2 n = {size}, {kind:?}"));
+                }
+            }
+        }
+        for kind in [Scalars::Random, Scalars::Bits, Scalars::One] {
+            let s = scalars(kind, n, &mut rng);
+            let e = G1Projective::msm(&sparse, &s).unwrap();
+            let d = gpu.upload_bases_to::<G1>(&sparse, Residency::Device).unwrap();
+            assert!(d.kept() < n / 2, "{sort:?}: kept {}", d.kept());
+            let what = format!("{sort:?}, sparse, {kind:?}");
+            assert_eq!(gpu.msm_host(&d, &s).unwrap().into_affine(), e.into_affine(), "{what}");
+            let mut t = gpu.upload_bases_to::<G1>(&b1, Residency::Device).unwrap();
+            t.precompute(gpu.gpu(), 11, 4).unwrap();
+            let e = G1Projective::msm(&b1, &s).unwrap();
+            assert_eq!(gpu.msm_host(&t, &s).unwrap().into_affine(), e.into_affine(), "{what}, table");
+            for c in [21, 24] {
+                let wide = backend().with_msm_config(MsmConfig { window_bits: Some(c), ..config });
+                check_msm::<G1>(&wide, &b1, &s, e, &format!("{sort:?}, c = {c}, {kind:?}"));
+            }
+        }
+        let (b, r, step) = progression::<G1Projective>((1 << 21) + 3, &mut rng);
+        for (kind, batch) in [(Scalars::Random, 1 << 24), (Scalars::Bits, 1 << 20)] {
+            let k = scalars(kind, b.len(), &mut rng);
+            let gpu = backend().with_msm_config(MsmConfig { batch, ..config });
+            let what = format!("{sort:?}, n = 2^21 + 3, {kind:?}, batch {batch}");
+            check_msm::<G1>(&gpu, &b, &k, closed_form(&k, r, step), &what);
+        }
+    }
 }
 
 #[test]

@@ -26,7 +26,7 @@ pub use cuzk_field::{Curve, G1, G2};
 
 pub(crate) use bases::{upload as upload_bases, MSM_RESERVE};
 pub use bases::{GpuBases, MsmBases, Points, Residency, Table};
-pub use plan::{batch_affine_from, FirstRound, MsmConfig, Plan, MAX_WINDOW_BITS};
+pub use plan::{batch_affine_from, FirstRound, MsmConfig, Plan, Sort, MAX_WINDOW_BITS};
 pub(crate) use workspace::{msm_takes, shelved_bytes};
 
 use crate::gpu::ResultBuffer;
@@ -109,7 +109,10 @@ pub(crate) fn plan_for<C: Curve>(
         Some(t) => (Plan::with_multiples(batch_len, t.window_bits, t.multiples)?, t.multiples as usize),
         None => (Plan::new(batch_len, config.window_bits)?, 1),
     };
-    Ok((plan.with_first_round(C::ID, config.first_round, config.batch_chains, batch_len), m, batch_len))
+    let plan = plan
+        .with_first_round(C::ID, config.first_round, config.batch_chains, batch_len)
+        .with_sort(config.sort);
+    Ok((plan, m, batch_len))
 }
 
 /// Queues the kernels of `Σ scalars[i]·bases[i]` (see [`msm`]), timing them into `probe`; the host

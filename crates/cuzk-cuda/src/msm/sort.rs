@@ -1,14 +1,15 @@
 //! The counting sort of one batch: each scalar's signed digits (one per window) become (base, sign)
 //! entries of the bucket their digit names (the base is the point, or with a table the point's
 //! multiple for the digit's window); a histogram of the digits, its scan into bucket offsets,
-//! and a scatter put the entries in bucket order. Scalars 0 make no entries, scalars 1 one entry in
+//! and a scatter put the entries in bucket order (directly, or in two passes through a temporary
+//! grouped by runs of buckets: [`Sort`]). Scalars 0 make no entries, scalars 1 one entry in
 //! the extra bucket after the windows' (the ones, summed apart by a batch addition).
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, CudaView};
 
-use super::plan::Plan;
+use super::plan::{Plan, Sort};
 use crate::kernels::msm::{self as k, BatchScalars, SegmentsRef, SCAN_BLOCK};
 use crate::profile::Probe;
 use crate::scratch::ScratchBuf;
@@ -110,10 +111,35 @@ pub(crate) fn sort(
     let mut count = gpu.scratch().take_zeroed::<u32>(stream, buckets)?;
     k::count(gpu, stream, batch, digits, &mut count, probe)?;
     let off = scan(gpu, stream, &count, probe)?;
-    let mut cursor = gpu.scratch().take::<u32>(stream, buckets)?;
-    stream.memcpy_dtod(&*off, &mut *cursor).during("copying bucket offsets")?;
-    // Only the counted entries are written, and nothing reads past them.
     let mut entries = gpu.scratch().take::<u32>(stream, entries_len(windows, n))?;
-    k::scatter(gpu, stream, batch, digits, &mut cursor, &mut entries, probe)?;
+    match plan.sort {
+        Sort::Direct => {
+            let mut cursor = gpu.scratch().take::<u32>(stream, buckets)?;
+            stream.memcpy_dtod(&*off, &mut *cursor).during("copying bucket offsets")?;
+            // Only the counted entries are written, and nothing reads past them.
+            k::scatter(gpu, stream, batch, digits, &mut cursor, &mut entries, probe)?;
+        }
+        Sort::Binned => {
+            let bins = k::Bins::of(plan.window_buckets());
+            let mut bin_cursor = gpu.scratch().take::<u32>(stream, bins.count as usize + 1)?;
+            k::bin_cursors(gpu, stream, &off, bins, &mut bin_cursor, probe)?;
+            // Only this stream uses the pairs: one buffer per size is enough.
+            let mut pairs = gpu.scratch().take_serial::<u64>(stream, entries_len(windows, n))?;
+            k::scatter_bins(
+                gpu,
+                stream,
+                batch,
+                digits,
+                bins,
+                &mut bin_cursor,
+                &mut pairs,
+                &mut entries,
+                probe,
+            )?;
+            let mut cursor = gpu.scratch().take::<u32>(stream, buckets)?;
+            stream.memcpy_dtod(&*off, &mut *cursor).during("copying bucket offsets")?;
+            k::place(gpu, stream, &pairs, &off, windows as usize * n, &mut cursor, &mut entries, probe)?;
+        }
+    }
     Ok(Sorted { seg: Segments { count, off }, entries })
 }

@@ -12,10 +12,10 @@ use std::collections::HashMap;
 use cuzk_field::Curve;
 
 use super::buckets;
-use super::plan::{MsmConfig, Plan};
+use super::plan::{MsmConfig, Plan, Sort};
 use super::sort;
 use super::Table;
-use crate::kernels::msm::SCAN_BLOCK;
+use crate::kernels::msm::{Bins, SCAN_BLOCK};
 use crate::scratch::SPARE;
 use crate::{CudaError, GpuAffine, Xyzz};
 
@@ -122,8 +122,15 @@ fn sort_takes(takes: &mut Takes, plan: &Plan, n: usize) {
     let buckets = plan.buckets() as usize;
     takes.take::<u32>(buckets);
     takes.scan(buckets);
-    takes.take::<u32>(buckets);
     takes.take::<u32>(sort::entries_len(plan.windows, n));
+    match plan.sort {
+        Sort::Direct => takes.take::<u32>(buckets),
+        Sort::Binned => {
+            takes.take::<u32>(Bins::of(plan.window_buckets()).count as usize + 1);
+            takes.take_serial::<u64>(sort::entries_len(plan.windows, n));
+            takes.take::<u32>(buckets);
+        }
+    }
 }
 
 /// `buckets::reduce`'s takes for a batch of `points` bases (a table's multiples counted).
@@ -209,10 +216,9 @@ mod tests {
         let table = Some(Table { window_bits: 20, multiples: 13 });
         let g1 = msm_takes::<G1>(SMS, 1 << 24, table, false, &config).unwrap();
         let g2 = msm_takes::<G2>(SMS, 1 << 24, table, false, &config).unwrap();
-        // Per MSM: 13 x 2^24 entries (872 MB), the batched round's chains (G1: 132 x 3 x 128 threads
-        // of 128 chains; G2: 132 x 2 x 128 threads of 128) with their accumulators, prefix products
-        // and partials, and the later rounds' partials.
-        let entries = 13usize << 26;
+        // Per MSM: 13 x 2^24 entries (872 MB), the batched round's chains (G1: 132 x 3 x 128 threads of 128 chains; G2: 132 x 2 x 128 threads of 128)
+        // with their accumulators, prefix products and partials, and the later rounds' partials.
+        let (entries, pairs) = (13usize << 26, 13usize << 27);
         let chains_g1 = 132 * 3 * 128 * 128;
         let (xyzz1, affine1) = (std::mem::size_of::<Xyzz<G1>>(), std::mem::size_of::<GpuAffine<G1>>());
         let least = entries + chains_g1 * (xyzz1 + affine1 + 48 + 16);
@@ -227,6 +233,16 @@ mod tests {
         let h = msm_takes::<G1>(SMS, (1 << 24) - 1, table, false, &config).unwrap();
         let key = shelved_bytes([&h, &g1, &g1, &g2, &g1]);
         assert!(key.abs_diff(g1.bytes() + g2.bytes()) < 64 << 20, "{key}");
+        // The binned sort adds its pairs (8 bytes an entry, 1.75 GB), one set for the whole key, and
+        // a cursor per bin.
+        let binned = MsmConfig { sort: Sort::Binned, ..config };
+        let g1_binned = msm_takes::<G1>(SMS, 1 << 24, table, false, &binned).unwrap();
+        assert_eq!(g1_binned.bytes() - g1.bytes(), pairs + 4 * (Bins::of(1 << 19).count as usize + 1));
+        let binned_key =
+            [(1 << 24) - 1, 1 << 24].map(|n| msm_takes::<G1>(SMS, n, table, false, &binned).unwrap());
+        // (Its bin cursors share a shelf with the scan's block sums, both 513 words.)
+        let extra = shelved_bytes(&binned_key) - shelved_bytes([&h, &g1]);
+        assert!((pairs..=pairs + 2 * 4 * 513).contains(&extra), "{extra}");
         eprintln!("per MSM: G1 {} G2 {}; the key's five MSMs: {key}", g1.bytes(), g2.bytes());
         // Bases in host memory add their two upload buffers; an empty MSM takes nothing.
         let host = msm_takes::<G1>(SMS, 1 << 24, None, true, &config).unwrap();
