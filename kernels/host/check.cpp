@@ -89,7 +89,7 @@ static bool batch_round() {
         std::vector<G1Affine> acc(pieces);
         std::vector<Fq> prefix(pieces);
         std::vector<Chain> chains(pieces);
-        std::vector<G1Xyzz> out(pieces + buckets, G1Xyzz::identity());
+        std::vector<G1Affine> out(pieces + buckets, G1Affine{Fq::zero(), Fq::zero()});
         for (uint32_t t = 0; t < threads; t++)
             sum_batch<Fq>(t, threads, BATCH_CHAINS, bases.data(), entries.data(), count.data(), off.data(), buckets,
                           ChainScratch<Fq>{acc.data(), prefix.data(), chains.data()}, out.data());
@@ -98,7 +98,7 @@ static bool batch_round() {
         for (uint32_t b = 0; b < buckets; b++) {
             G1Xyzz sum = G1Xyzz::identity();
             if (count[b] > 0)
-                for (uint32_t q = off[b] / L; q <= (off[b] + count[b] - 1) / L; q++) sum = sum + out[q + b];
+                for (uint32_t q = off[b] / L; q <= (off[b] + count[b] - 1) / L; q++) sum = sum.add_affine(out[q + b]);
             write(sum);
         }
     }

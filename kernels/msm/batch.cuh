@@ -10,7 +10,9 @@
 // its affine accumulator, all K additions sharing one inversion (Fp::inverse_euclid, whose cost per
 // step decides how many chains pay). A chain's accumulator, prefix product and place are in scratch,
 // laid out by chain so that a warp's accesses are contiguous. When a chain reaches a bucket's end it
-// writes its accumulator to out[v + bucket], as the XYZZ round does, so the later rounds are shared.
+// writes its accumulator to out[v + bucket], where the XYZZ round writes its partial, but affine (half
+// the bytes): the first later round adds these by mixed additions (G_sum_partials), the others are
+// shared.
 #pragma once
 #include "curve/xyzz.cuh"
 
@@ -56,12 +58,12 @@ struct ChainScratch {
     Chain* chain;
 };
 
-// Thread t of `threads`: its K chains' sums, one XYZZ partial per bucket each chain touches, at
-// out[v + bucket] (v the chain's piece).
+// Thread t of `threads`: its K chains' sums, one affine partial per bucket each chain touches (the
+// identity as (0, 0)), at out[v + bucket] (v the chain's piece).
 template <class F>
 __device__ __forceinline__ void sum_batch(uint32_t t, uint32_t threads, uint32_t K, const Affine<F>* bases,
                                           const uint32_t* entries, const uint32_t* count, const uint32_t* off,
-                                          uint32_t buckets, ChainScratch<F> s, Xyzz<F>* out) {
+                                          uint32_t buckets, ChainScratch<F> s, Affine<F>* out) {
     uint32_t total;
     const uint32_t L = first_piece(count, off, buckets, threads * K, total);
     // Pieces grow with k, so past the first chain that has run out, all have.
@@ -83,7 +85,7 @@ __device__ __forceinline__ void sum_batch(uint32_t t, uint32_t threads, uint32_t
             const uint32_t e = v * L + step;
             Chain c = s.chain[v];
             if (e == c.bucket_end) {  // the chain's next bucket starts here
-                out[v + c.bucket] = Xyzz<F>::from_affine(s.acc[v]);
+                out[v + c.bucket] = s.acc[v];
                 do {
                     c.bucket++;
                     c.bucket_end = off[c.bucket] + count[c.bucket];
@@ -156,7 +158,7 @@ __device__ __forceinline__ void sum_batch(uint32_t t, uint32_t threads, uint32_t
     for (uint32_t k = 0; k < K; k++) {
         const uint32_t v = k * threads + t;
         if (!live(v, 0)) break;
-        out[v + s.chain[v].bucket] = Xyzz<F>::from_affine(s.acc[v]);
+        out[v + s.chain[v].bucket] = s.acc[v];
     }
 }
 

@@ -21,7 +21,8 @@
 //      still keep every thread busy): a thread emits one partial sum per bucket its piece touches, at
 //      slot (thread + bucket), so every thread does the same work however uneven the buckets are.
 //      msm_flat_counts says where each bucket's partials lie;
-//   6. later rounds (G_sum_xyzz) add a bucket's partials in chunks of at most L' until one is left;
+//   6. later rounds (G_sum_xyzz) add a bucket's partials in chunks of at most L' until one is left
+//      (after the batched first round, whose partials are affine, the first by G_sum_partials);
 //   7. G_window_segments: per bucket set, sum_j j * B_j over segments of buckets by running sums, one
 //      thread per segment; G_reduce adds the segments of each set in one or more levels.
 // The host combines the sets (sum_s 2^(c m s) S_s) and the sum of the ones.
@@ -320,6 +321,19 @@ __device__ __forceinline__ void sum_xyzz(const Xyzz<F>* in, const uint32_t* coun
     out[q] = acc;
 }
 
+// The first later round after the batched one, whose partials are affine: mixed additions (8
+// multiplications and 2 squarings instead of 12 and 2), from half the bytes.
+template <class F>
+__device__ __forceinline__ void sum_partials(const Affine<F>* in, const uint32_t* count, const uint32_t* off,
+                                             const uint32_t* off_next, uint32_t buckets, uint32_t L, Xyzz<F>* out) {
+    const uint32_t q = blockIdx.x * blockDim.x + threadIdx.x;
+    uint32_t begin, end, bucket;
+    if (!find_chunk(q, count, off, off_next, buckets, L, begin, end, bucket)) return;
+    Xyzz<F> acc = Xyzz<F>::from_affine(in[begin]);
+    for (uint32_t e = begin + 1; e < end; e++) acc = acc.add_affine(in[e]);
+    out[q] = acc;
+}
+
 // Per bucket set w (`windows` of them: a window's, or m windows' with a table) and segment s of `per`
 // buckets (digits lo = s * per + 1 .. lo + per - 1):
 // out[w * segments + s] = sum_j j * B_j over the segment, by running sums from the top digit down
@@ -425,6 +439,11 @@ constexpr int SUM_THREADS = 128;
                                             Xyzz<F>* out) {                                                  \
         sum_xyzz(in, count, off, off_next, buckets, L, out);                                                  \
     }                                                                                                         \
+    extern "C" __global__ void G##_sum_partials(const Affine<F>* in, const uint32_t* count, const uint32_t* off, \
+                                                const uint32_t* off_next, uint32_t buckets, uint32_t L,        \
+                                                Xyzz<F>* out) {                                              \
+        sum_partials(in, count, off, off_next, buckets, L, out);                                              \
+    }                                                                                                         \
     extern "C" __global__ void G##_window_segments(const Xyzz<F>* data, const uint32_t* count,               \
                                                    const uint32_t* off, uint32_t windows, uint32_t half,      \
                                                    uint32_t segments, Xyzz<F>* out) {                         \
@@ -447,7 +466,7 @@ MSM_SUM_AFFINE(g2, Fq2, 2, false)
     extern "C" __global__ void __launch_bounds__(SUM_THREADS, BLOCKS)                                        \
         G##_sum_batch(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,                 \
                       const uint32_t* off, uint32_t buckets, uint32_t threads, uint32_t k, Affine<F>* acc,    \
-                      F* prefix, Chain* chains, Xyzz<F>* out) {                                               \
+                      F* prefix, Chain* chains, Affine<F>* out) {                                             \
         const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;                                             \
         if (t < threads)                                                                                      \
             sum_batch<F>(t, threads, k, bases, entries, count, off, buckets, ChainScratch<F>{acc, prefix, chains}, \

@@ -133,7 +133,9 @@ fn step_of(kernel: &'static str) -> &'static str {
     match kernel {
         "msm_count" | "scan_blocks" | "scan_add" | "msm_scatter" | "msm_bin_cursors" | "msm_scatter_bins"
         | "msm_place" => "sort",
-        "sum_affine" | "sum_batch" | "sum_xyzz" | "msm_flat_counts" | "msm_chunk_counts" => "bucket sums",
+        "sum_affine" | "sum_batch" | "sum_xyzz" | "sum_partials" | "msm_flat_counts" | "msm_chunk_counts" => {
+            "bucket sums"
+        }
         "sum_ones" => "ones (batch addition)",
         "window_segments" | "reduce" => "reductions",
         "ntt_pass" => "ntt passes",

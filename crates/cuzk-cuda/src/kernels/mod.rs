@@ -8,6 +8,7 @@ use cudarc::driver::LaunchConfig;
 
 use crate::CudaError;
 
+mod binned;
 #[cfg(feature = "bench-kernels")]
 mod field;
 pub(crate) mod msm;

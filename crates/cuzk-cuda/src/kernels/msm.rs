@@ -6,9 +6,12 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg,
+};
 use cuzk_field::Curve;
 
+pub(crate) use super::binned::{bin_cursors, place, scatter_bins, Bins};
 use super::{count as count32, expect_at_least, expect_len, grid};
 use crate::modules::CurveKernels;
 use crate::profile::Probe;
@@ -23,7 +26,7 @@ pub(crate) const SCAN_BLOCK: usize = 1024;
 
 /// Buckets of a plan with windows of `c` bits taken `m` to a bucket set: `ceil(windows / m) * 2^(c-1)`,
 /// and the ones' bucket after them.
-fn buckets(c: u32, windows: u32, m: u32) -> usize {
+pub(super) fn buckets(c: u32, windows: u32, m: u32) -> usize {
     windows.div_ceil(m.max(1)) as usize * (1usize << (c - 1)) + 1
 }
 
@@ -50,7 +53,7 @@ pub(crate) struct BatchScalars<'s, 'v> {
 
 impl<'s, 'v> BatchScalars<'s, 'v> {
     /// The batch's point count, checked against what the kernels read for it.
-    fn check(&self, op: &'static str) -> Result<u32, CudaError> {
+    pub(super) fn check(&self, op: &'static str) -> Result<u32, CudaError> {
         match self.select {
             Some(s) => expect_at_least(op, self.n, s.len())?,
             None => expect_at_least(op, self.n, self.scalars.len())?,
@@ -59,7 +62,7 @@ impl<'s, 'v> BatchScalars<'s, 'v> {
     }
 
     /// The selection's kernel arguments: whether there is one, and it (or `dummy`, never read).
-    fn select_args(&self, dummy: &'s CudaView<'v, u32>) -> (u32, &'s CudaView<'v, u32>) {
+    pub(super) fn select_args(&self, dummy: &'s CudaView<'v, u32>) -> (u32, &'s CudaView<'v, u32>) {
         (u32::from(self.select.is_some()), self.select.unwrap_or(dummy))
     }
 }
@@ -147,180 +150,6 @@ pub(crate) fn scatter(
     }
     .during("msm_scatter")?;
     probe.after(gpu, stream, "msm_scatter")
-}
-
-/// Bins a block of `msm_scatter_bins` counts in shared memory at most (`MAX_BINS` in msm.cu).
-pub(crate) const MAX_BINS: u32 = 4096;
-/// Fewest bits of a bin's bucket range: runs of at least 1024 buckets.
-const MIN_BIN_SHIFT: u32 = 10;
-/// Scalars per block of `msm_scatter_bins` (`BIN_TILE` in msm.cu).
-const BIN_TILE: usize = 1024;
-/// Pairs per block of `msm_place` (`PLACE_THREADS * PLACE_PER_THREAD` in msm.cu).
-const PLACE_BLOCK: usize = 2048;
-
-/// The bins of the binned scatter: runs of `2^shift` consecutive buckets of the sets, `count` of them
-/// (at most [`MAX_BINS`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Bins {
-    pub(crate) shift: u32,
-    pub(crate) count: u32,
-}
-
-impl Bins {
-    /// The narrowest bins (of at least 2^10 buckets) that cover `window_buckets` buckets in at most
-    /// [`MAX_BINS`].
-    pub(crate) fn of(window_buckets: u32) -> Self {
-        let mut shift = MIN_BIN_SHIFT;
-        while window_buckets.div_ceil(1 << shift) > MAX_BINS {
-            shift += 1;
-        }
-        Self { shift, count: window_buckets.div_ceil(1 << shift).max(1) }
-    }
-}
-
-/// `msm_bin_cursors`: where each bin's entries start (`off` at its first bucket), and the ones'
-/// (`off` at the last bucket), from the buckets' offsets `off`.
-pub(crate) fn bin_cursors(
-    gpu: &Gpu,
-    stream: &Arc<CudaStream>,
-    off: &CudaSlice<u32>,
-    bins: Bins,
-    cursor: &mut CudaSlice<u32>,
-    probe: &mut Probe,
-) -> Result<(), CudaError> {
-    let ones_key = count32("msm_bin_cursors", off.len().saturating_sub(1))?;
-    if off.is_empty() || ((bins.count as u64 - 1) << bins.shift) >= ones_key as u64 {
-        return Err(CudaError::Size {
-            op: "msm_bin_cursors",
-            size: off.len(),
-            reason: "bins past the buckets",
-        });
-    }
-    expect_len("msm_bin_cursors", bins.count as usize + 1, cursor.len())?;
-    let k = gpu.msm_kernels()?;
-    probe.before(gpu, stream)?;
-    // SAFETY: matches `msm_bin_cursors(const uint32_t* off, uint32_t shift, uint32_t bins, uint32_t ones_key,
-    // uint32_t* cursor)`; every bin's first bucket (b << shift, checked above) and ones_key = off.len() - 1
-    // index off, and cursor holds bins + 1 elements.
-    unsafe {
-        stream
-            .launch_builder(&k.bin_cursors)
-            .arg(off)
-            .arg(&bins.shift)
-            .arg(&bins.count)
-            .arg(&ones_key)
-            .arg(cursor)
-            .launch(grid("msm_bin_cursors", bins.count as usize + 1, 256)?)
-    }
-    .during("msm_bin_cursors")?;
-    probe.after(gpu, stream, "msm_bin_cursors")
-}
-
-/// `msm_scatter_bins`: the first pass of the binned scatter. Each digit of the sets becomes a (bucket,
-/// entry) pair in `pairs`, within its bin's range (`bin_cursor` from [`bin_cursors`]); the ones'
-/// entries go to `entries` directly.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn scatter_bins(
-    gpu: &Gpu,
-    stream: &Arc<CudaStream>,
-    batch: BatchScalars<'_, '_>,
-    digits: Digits,
-    bins: Bins,
-    bin_cursor: &mut CudaSlice<u32>,
-    pairs: &mut CudaSlice<u64>,
-    entries: &mut CudaSlice<u32>,
-    probe: &mut Probe,
-) -> Result<(), CudaError> {
-    let n32 = batch.check("msm_scatter_bins")?;
-    let Digits { c, windows, m } = digits;
-    let window_buckets = buckets(c, windows, m) - 1;
-    if bins != Bins::of(window_buckets as u32) {
-        return Err(CudaError::Size {
-            op: "msm_scatter_bins",
-            size: bins.count as usize,
-            reason: "bins of another plan",
-        });
-    }
-    expect_len("msm_scatter_bins", bins.count as usize + 1, bin_cursor.len())?;
-    if (batch.n as u64) * (m as u64) >= 1 << 31 {
-        return Err(CudaError::Size {
-            op: "msm_scatter_bins",
-            size: batch.n,
-            reason: "base indices over 2^31",
-        });
-    }
-    expect_at_least("msm_scatter_bins", windows as usize * batch.n, pairs.len().min(entries.len()))?;
-    let k = gpu.msm_kernels()?;
-    let dummy = gpu.dummy_u32.slice(..);
-    let (selected, select) = batch.select_args(&dummy);
-    probe.before(gpu, stream)?;
-    // SAFETY: matches `msm_scatter_bins(const Fr* scalars, const uint32_t* select, uint32_t selected,
-    // uint32_t n, uint32_t c, uint32_t windows, uint32_t m, uint32_t shift, uint32_t bins,
-    // uint32_t* bin_cursor, uint2* pairs, uint32_t* entries)` (a u64 is a uint2's 8 bytes); the bins
-    // are those of the digits' buckets (checked above, and at most MAX_BINS: the shared histogram's
-    // length). With the offsets of msm_count's counts for the same scalars and digits, each bin's
-    // cursor moves through exactly its buckets' range, so the sets' pairs land below off[ones_key] and
-    // the ones within their bucket's range, all below windows * n (checked above); base indices stay
-    // below 2^31 (checked above).
-    unsafe {
-        stream
-            .launch_builder(&k.scatter_bins)
-            .arg(batch.scalars)
-            .arg(select)
-            .arg(&selected)
-            .arg(&n32)
-            .arg(&c)
-            .arg(&windows)
-            .arg(&m)
-            .arg(&bins.shift)
-            .arg(&bins.count)
-            .arg(bin_cursor)
-            .arg(pairs)
-            .arg(entries)
-            .launch(grid("msm_scatter_bins", batch.n.div_ceil(BIN_TILE) * 256, 256)?)
-    }
-    .during("msm_scatter_bins")?;
-    probe.after(gpu, stream, "msm_scatter_bins")
-}
-
-/// `msm_place`: the second pass of the binned scatter. Each of the `off[ones]` pairs that
-/// [`scatter_bins`] wrote for a batch of `windows * n` entries at most goes to its bucket's cursor in
-/// `entries` (`cursor` starts as a copy of `off`).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn place(
-    gpu: &Gpu,
-    stream: &Arc<CudaStream>,
-    pairs: &CudaSlice<u64>,
-    off: &CudaSlice<u32>,
-    most: usize,
-    cursor: &mut CudaSlice<u32>,
-    entries: &mut CudaSlice<u32>,
-    probe: &mut Probe,
-) -> Result<(), CudaError> {
-    let ones_key = count32("msm_place", off.len().saturating_sub(1))?;
-    if off.is_empty() {
-        return Err(CudaError::Size { op: "msm_place", size: 0, reason: "no buckets" });
-    }
-    expect_len("msm_place", off.len(), cursor.len())?;
-    expect_at_least("msm_place", most, pairs.len().min(entries.len()))?;
-    let k = gpu.msm_kernels()?;
-    probe.before(gpu, stream)?;
-    // SAFETY: matches `msm_place(const uint2* pairs, const uint32_t* off, uint32_t ones_key,
-    // uint32_t* cursor, uint32_t* entries)`; the kernel reads the off[ones_key] <= most pairs
-    // scatter_bins wrote (blocks past them return), each naming a bucket below ones_key whose cursor
-    // stays within its range of entries (both hold `most`).
-    unsafe {
-        stream
-            .launch_builder(&k.place)
-            .arg(pairs)
-            .arg(off)
-            .arg(&ones_key)
-            .arg(cursor)
-            .arg(entries)
-            .launch(grid("msm_place", most.div_ceil(PLACE_BLOCK) * 256, 256)?)
-    }
-    .during("msm_place")?;
-    probe.after(gpu, stream, "msm_place")
 }
 
 /// `scan_blocks`: the exclusive scan of each block of [`SCAN_BLOCK`] elements of `input` into `out`,
@@ -540,7 +369,7 @@ pub(crate) fn batch_prefix_words<C: Curve>() -> usize {
 
 /// `G_sum_batch`: the first summing round by batched affine additions, `threads` threads of `chains`
 /// chains each (pieces `threads * chains`), each piece's partial per bucket it touches at
-/// `out[piece + bucket]`, as [`sum_affine`] writes them.
+/// `out[piece + bucket]`, where [`sum_affine`] writes them, but affine (the identity as (0, 0)).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sum_batch<C: Curve>(
     gpu: &Gpu,
@@ -553,7 +382,7 @@ pub(crate) fn sum_batch<C: Curve>(
     threads: u32,
     chains: u32,
     scratch: (&mut CudaSlice<GpuAffine<C>>, &mut CudaSlice<u64>, &mut CudaSlice<u32>),
-    out: &mut CudaSlice<Xyzz<C>>,
+    out: &mut CudaSlice<GpuAffine<C>>,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
     let pieces = threads as usize * chains as usize;
@@ -567,7 +396,7 @@ pub(crate) fn sum_batch<C: Curve>(
     probe.before(gpu, stream)?;
     // SAFETY: matches `G_sum_batch(const Affine<F>* bases, const uint32_t* entries, const uint32_t*
     // count, const uint32_t* off, uint32_t buckets, uint32_t threads, uint32_t k, Affine<F>* acc, F*
-    // prefix, Chain* chains, Xyzz<F>* out)` with k = chains; entries index bases (the sort put them
+    // prefix, Chain* chains, Affine<F>* out)` with k = chains; entries index bases (the sort put them
     // there from this batch); chain v < pieces = threads * k uses acc[v], prefix[v]
     // (batch_prefix_words u64 words each) and the record chains[v] (four u32 words), all checked
     // above, reads entries below the windows' total and writes out[v + b] for buckets b < `buckets`,
@@ -605,22 +434,65 @@ pub(crate) fn sum_xyzz<C: Curve>(
     next_off: &CudaSlice<u32>,
     buckets: u32,
     chunk: u32,
+    out: (usize, &mut CudaSlice<Xyzz<C>>),
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let round = LaterRound { segments, next_off, buckets, chunk };
+    later_round(gpu, (&ck.sum_xyzz, "sum_xyzz"), stream, input, round, out, probe)
+}
+
+/// `G_sum_partials`: [`sum_xyzz`] over the affine partials of [`sum_batch`] (mixed additions).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sum_partials<C: Curve>(
+    gpu: &Gpu,
+    ck: &CurveKernels,
+    stream: &Arc<CudaStream>,
+    input: &CudaSlice<GpuAffine<C>>,
+    segments: SegmentsRef<'_>,
+    next_off: &CudaSlice<u32>,
+    buckets: u32,
+    chunk: u32,
+    out: (usize, &mut CudaSlice<Xyzz<C>>),
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let round = LaterRound { segments, next_off, buckets, chunk };
+    later_round(gpu, (&ck.sum_partials, "sum_partials"), stream, input, round, out, probe)
+}
+
+/// Where a later round's inputs lie and how it cuts them.
+struct LaterRound<'a> {
+    segments: SegmentsRef<'a>,
+    next_off: &'a CudaSlice<u32>,
+    buckets: u32,
+    chunk: u32,
+}
+
+/// A later summing round by `kernel` (`G_sum_xyzz` or `G_sum_partials`, whose inputs are `T`).
+fn later_round<C: Curve, T: DeviceRepr>(
+    gpu: &Gpu,
+    (kernel, name): (&CudaFunction, &'static str),
+    stream: &Arc<CudaStream>,
+    input: &CudaSlice<T>,
+    round: LaterRound<'_>,
     (items, out): (usize, &mut CudaSlice<Xyzz<C>>),
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
+    let LaterRound { segments, next_off, buckets, chunk } = round;
     let b = buckets as usize;
-    expect_at_least("sum_xyzz", b, segments.count.len().min(segments.off.len()).min(next_off.len()))?;
-    expect_at_least("sum_xyzz", items, out.len())?;
+    expect_at_least(name, b, segments.count.len().min(segments.off.len()).min(next_off.len()))?;
+    expect_at_least(name, items, out.len())?;
     let threads = items;
     probe.before(gpu, stream)?;
-    // SAFETY: matches `G_sum_xyzz(const Xyzz<F>* in, const uint32_t* count, const uint32_t* off,
-    // const uint32_t* off_next, uint32_t buckets, uint32_t L, Xyzz<F>* out)`; the ranges read lie in
-    // `input` (the previous round's output, whose segments these are) and were written by it; thread q
-    // writes out[q] only below the number of chunks (threads past it return at once), which the caller
-    // sized `items` for (at most the input's items / L + buckets), and `items` <= out.len() (checked).
+    // SAFETY: matches `G_sum_xyzz(const Xyzz<F>* in, ...)` and `G_sum_partials(const Affine<F>* in,
+    // ...)`, both `(in, const uint32_t* count, const uint32_t* off, const uint32_t* off_next, uint32_t
+    // buckets, uint32_t L, Xyzz<F>* out)`, with `T` the kernel's input (the callers pair them); the
+    // ranges read lie in `input` (the previous round's output, whose segments these are) and were
+    // written by it; thread q writes out[q] only below the number of chunks (threads past it return
+    // at once), which the caller sized `items` for (at most the input's items / L + buckets), and
+    // `items` <= out.len() (checked).
     unsafe {
         stream
-            .launch_builder(&ck.sum_xyzz)
+            .launch_builder(kernel)
             .arg(input)
             .arg(segments.count)
             .arg(segments.off)
@@ -628,10 +500,10 @@ pub(crate) fn sum_xyzz<C: Curve>(
             .arg(&buckets)
             .arg(&chunk)
             .arg(out)
-            .launch(grid("sum_xyzz", threads, SUM_THREADS)?)
+            .launch(grid(name, threads, SUM_THREADS)?)
     }
-    .during("sum_xyzz")?;
-    probe.after(gpu, stream, "sum_xyzz")
+    .during(name)?;
+    probe.after(gpu, stream, name)
 }
 
 /// `G_window_segments`: per window, `Σ j·B_j` over each of `segments` runs of its `half` buckets
@@ -729,29 +601,4 @@ pub(crate) fn table<C: Curve>(
     }
     .during("table")?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bins_cover_the_buckets_in_runs_of_at_least_1024_and_at_most_max_bins() {
-        for c in 2..=24u32 {
-            let windows = 256u32.div_ceil(c);
-            for m in [1, 2, windows] {
-                let window_buckets = (buckets(c, windows, m) - 1) as u32;
-                let b = Bins::of(window_buckets);
-                assert!(b.shift >= MIN_BIN_SHIFT && (1..=MAX_BINS).contains(&b.count), "{c} {m}: {b:?}");
-                // Every bucket lies in a bin, every bin starts at a bucket, and the shift is the least
-                // that fits.
-                assert!((b.count as u64) << b.shift >= window_buckets as u64, "{c} {m}: {b:?}");
-                assert!(((b.count as u64 - 1) << b.shift) < window_buckets as u64, "{c} {m}: {b:?}");
-                assert!(b.shift == MIN_BIN_SHIFT || window_buckets.div_ceil(1 << (b.shift - 1)) > MAX_BINS);
-            }
-        }
-        assert_eq!(Bins::of(1 << 19), Bins { shift: 10, count: 512 });
-        assert_eq!(Bins::of(11 << 23), Bins { shift: 15, count: 2816 });
-        assert_eq!(Bins::of(1), Bins { shift: 10, count: 1 });
-    }
 }

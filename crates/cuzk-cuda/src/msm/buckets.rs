@@ -4,8 +4,9 @@
 //! The first summing round cuts the windows' sorted entries into equal pieces, one per thread, whatever
 //! the bucket boundaries (so sparse scalars still occupy every thread), and a thread writes one XYZZ
 //! partial per bucket its piece touches (at slot thread + bucket, so no scan is needed to place them):
-//! uneven buckets cost nothing extra. Later rounds add each bucket's few partials in chunks until
-//! every bucket holds one. Per window, `Σ j·B_j` by running sums over segments of buckets, then
+//! uneven buckets cost nothing extra (the batched affine round writes its partials affine, half the
+//! bytes, and the first later round adds them by mixed additions). Later rounds add each bucket's few
+//! partials in chunks until every bucket holds one. Per window, `Σ j·B_j` by running sums over segments of buckets, then
 //! block-wide adds of the segments.
 
 use std::sync::Arc;
@@ -86,24 +87,33 @@ pub(crate) fn first_round<C: Curve>(
     }
 }
 
-/// Calls `round` with the items of each later summing round after a first round of `pieces` pieces
-/// over `points` bases into `items` items and `buckets` buckets: rounds go on until no bucket can have
-/// more than one partial sum. A bucket holds at most one entry per base (a point, or with a table one
-/// of its multiples: several windows share the bucket), so it meets at most `points + 1` pieces, and
-/// there are at most `pieces`.
-pub(crate) fn later_rounds(
+/// The items of each later summing round after a first round of `pieces` pieces over `points` bases
+/// into `items` items and `buckets` buckets: rounds go on until no bucket can have more than one
+/// partial sum, and after a batched first round (`affine`, whose partials are affine) there is at
+/// least one, which makes them XYZZ. A bucket holds at most one entry per base (a point, or with a
+/// table one of its multiples: several windows share the bucket), so it meets at most `points + 1`
+/// pieces, and there are at most `pieces`.
+pub(crate) fn later_round_items(
     pieces: u32,
     points: usize,
     items: usize,
     buckets: usize,
-    mut round: impl FnMut(usize),
-) {
+    affine: bool,
+) -> Vec<usize> {
     let (mut most, mut items) = ((pieces as usize).min(points + 1), items);
-    while most > 1 {
+    let mut rounds = Vec::new();
+    while most > 1 || (affine && rounds.is_empty()) {
         items = items / LATER_CHUNK as usize + buckets;
-        round(items);
+        rounds.push(items);
         most = most.div_ceil(LATER_CHUNK as usize);
     }
+    rounds
+}
+
+/// The first summing round's partials: XYZZ, or affine from the batched round.
+enum Partials<C: Curve> {
+    Xyzz(ScratchBuf<Xyzz<C>>),
+    Affine(ScratchBuf<GpuAffine<C>>),
 }
 
 /// Calls `level` with the groups of each intermediate level of [`reduce_rows`] over `rows` rows of
@@ -188,21 +198,25 @@ pub(crate) fn reduce<C: Curve>(
     };
     k::flat_counts(gpu, stream, sorted.seg.as_ref(), buckets, pieces, &mut next.count, &mut next.off, probe)?;
     // Slots no thread writes are never read: msm_flat_counts points each bucket at its written ones.
-    let mut data = gpu.scratch().take_serial::<Xyzz<C>>(stream, items)?;
-    match batched {
-        None => k::sum_affine(
-            gpu,
-            ck,
-            stream,
-            bases,
-            &sorted.entries,
-            sorted.seg.as_ref(),
-            buckets,
-            pieces,
-            &mut data,
-            probe,
-        )?,
+    let mut data = match batched {
+        None => {
+            let mut data = gpu.scratch().take_serial::<Xyzz<C>>(stream, items)?;
+            k::sum_affine(
+                gpu,
+                ck,
+                stream,
+                bases,
+                &sorted.entries,
+                sorted.seg.as_ref(),
+                buckets,
+                pieces,
+                &mut data,
+                probe,
+            )?;
+            Partials::Xyzz(data)
+        }
         Some((threads, chains)) => {
+            let mut data = gpu.scratch().take_serial::<GpuAffine<C>>(stream, items)?;
             let mut acc = gpu.scratch().take_serial::<GpuAffine<C>>(stream, pieces as usize)?;
             let prefix_words = pieces as usize * k::batch_prefix_words::<C>();
             let mut prefix = gpu.scratch().take_serial::<u64>(stream, prefix_words)?;
@@ -221,13 +235,13 @@ pub(crate) fn reduce<C: Curve>(
                 &mut data,
                 probe,
             )?;
+            Partials::Affine(data)
         }
-    }
+    };
     let mut seg = next;
     // The later rounds write into two buffers of their largest size in turn: after the first round's
     // partials, a few percent more than a partial per bucket each, whatever the number of rounds.
-    let mut rounds = Vec::new();
-    later_rounds(pieces, bases.len(), items, buckets as usize, |next_items| rounds.push(next_items));
+    let rounds = later_round_items(pieces, bases.len(), items, buckets as usize, batched.is_some());
     let len = rounds.iter().copied().max().unwrap_or(0);
     let mut spare: Option<ScratchBuf<Xyzz<C>>> = None;
     for next_items in rounds {
@@ -237,15 +251,31 @@ pub(crate) fn reduce<C: Curve>(
             None => gpu.scratch().take_serial::<Xyzz<C>>(stream, len)?,
         };
         let out_ref = (next_items, &mut *out);
-        k::sum_xyzz(gpu, ck, stream, &data, seg.as_ref(), &next.off, buckets, LATER_CHUNK, out_ref, probe)?;
-        let read = std::mem::replace(&mut data, out);
+        let (cut, off) = (seg.as_ref(), &next.off);
+        match &data {
+            Partials::Xyzz(d) => {
+                k::sum_xyzz(gpu, ck, stream, d, cut, off, buckets, LATER_CHUNK, out_ref, probe)?
+            }
+            Partials::Affine(d) => {
+                k::sum_partials(gpu, ck, stream, d, cut, off, buckets, LATER_CHUNK, out_ref, probe)?
+            }
+        }
         // A buffer of the later rounds' size is written next (the first round's, if it happens to
         // be that size); any other goes back to its shelf.
-        if read.len() == len {
-            spare = Some(read);
+        if let Partials::Xyzz(read) = std::mem::replace(&mut data, Partials::Xyzz(out)) {
+            if read.len() == len {
+                spare = Some(read);
+            }
         }
         seg = next;
     }
+    let Partials::Xyzz(data) = data else {
+        return Err(CudaError::Size {
+            op: "msm",
+            size: 0,
+            reason: "affine partials left after the later rounds",
+        });
+    };
 
     let (segments, half) = (plan.segments, plan.half);
     let mut level = gpu.scratch().take_serial::<Xyzz<C>>(stream, (windows * segments) as usize)?;

@@ -143,18 +143,20 @@ fn reduce_takes<C: Curve>(takes: &mut Takes, sms: u32, plan: &Plan, points: usiz
     takes.take::<u32>(buckets);
     takes.take::<u32>(buckets);
     let items = pieces as usize + buckets;
-    takes.take_serial::<Xyzz<C>>(items);
-    if batched.is_some() {
+    if batched.is_none() {
+        takes.take_serial::<Xyzz<C>>(items);
+    } else {
+        takes.take_serial::<GpuAffine<C>>(items);
         takes.take_serial::<GpuAffine<C>>(pieces as usize);
         takes.take_serial::<u64>(pieces as usize * crate::kernels::msm::batch_prefix_words::<C>());
         takes.take_serial::<u32>(pieces as usize * 4);
     }
     let (mut rounds, mut len) = (0, 0);
-    buckets::later_rounds(pieces, points, items, buckets, |next_items| {
+    for next_items in buckets::later_round_items(pieces, points, items, buckets, batched.is_some()) {
         takes.take::<u32>(buckets);
         takes.scan(buckets);
         (rounds, len) = (rounds + 1, len.max(next_items));
-    });
+    }
     for _ in 0..rounds.min(2) {
         takes.take_serial::<Xyzz<C>>(len);
     }
@@ -216,12 +218,13 @@ mod tests {
         let table = Some(Table { window_bits: 20, multiples: 13 });
         let g1 = msm_takes::<G1>(SMS, 1 << 24, table, false, &config).unwrap();
         let g2 = msm_takes::<G2>(SMS, 1 << 24, table, false, &config).unwrap();
-        // Per MSM: 13 x 2^24 entries (872 MB), the batched round's chains (G1: 132 x 3 x 128 threads of 128 chains; G2: 132 x 2 x 128 threads of 128)
-        // with their accumulators, prefix products and partials, and the later rounds' partials.
+        // Per MSM: 13 x 2^24 entries (872 MB), the batched round's chains (G1: 132 x 3 x 128 threads
+        // of 128 chains; G2: 132 x 2 x 128 threads of 128) with their affine accumulators and
+        // partials, prefix products and records, and the later rounds' partials.
         let (entries, pairs) = (13usize << 26, 13usize << 27);
         let chains_g1 = 132 * 3 * 128 * 128;
-        let (xyzz1, affine1) = (std::mem::size_of::<Xyzz<G1>>(), std::mem::size_of::<GpuAffine<G1>>());
-        let least = entries + chains_g1 * (xyzz1 + affine1 + 48 + 16);
+        let affine1 = std::mem::size_of::<GpuAffine<G1>>();
+        let least = entries + chains_g1 * (2 * affine1 + 48 + 16);
         assert!(
             least <= g1.bytes() && g1.bytes() <= least / 10 * 13,
             "G1: {} bytes, {least} at least",
