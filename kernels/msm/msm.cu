@@ -12,8 +12,8 @@
 //      and the sets are combined by 2^(c m) instead of 2^c; without one, m = 1: a set per window.
 //   2. an exclusive scan of the bucket counts gives each bucket its range (scan_blocks / scan_add);
 //   3. msm_scatter: the same digits again, each (base index, sign) written into its bucket's range
-//      (or the same in two passes through a temporary grouped by runs of buckets: msm_scatter_bins and
-//      msm_place, whose writes stay within the L2 cache);
+//      (or the same in two passes through a temporary grouped by runs of buckets, msm_scatter_bins and
+//      msm_place, each staging its output in shared memory to write it out in runs);
 //   4. G_sum_ones adds the points listed as ones, a fixed share per thread (a batch addition, no bucket
 //      machinery), and G_reduce adds its partials into one point;
 //   5. the first summing round (G_sum_affine) cuts the windows' entries into equal pieces of L entries,
@@ -131,20 +131,57 @@ extern "C" __global__ void msm_scatter(const Fr* scalars, const uint32_t* select
     if (one) entries[base + __popc(lanes & ((1u << lane) - 1))] = i * m;
 }
 
-// The binned scatter: msm_scatter's result in two passes whose writes stay within the L2 cache, for
-// msm_scatter's random 4-byte stores over the whole entries array each cost a sector of memory traffic
-// or two. Bins are runs of 2^shift consecutive buckets of the sets; bin b's entries take the final
-// positions from off[b << shift] on. The first pass (msm_scatter_bins) writes each digit's (key, entry)
-// pair into a temporary at a position of its bin's range, in no order inside the bin: per tile of
-// BIN_TILE scalars, a histogram of the tile's digits over the bins in shared memory, one global atomic
-// per (tile, bin) on the bin's cursor reserves a run of positions, and the tile's digits fill their
-// runs. The ones go straight to their bucket, as in msm_scatter. The second pass (msm_place) reads the
-// temporary in order and puts each entry at its bucket's cursor: at any time the blocks read a few
-// neighbouring bins, so the cursors they add to and the part of the entries they write stay in L2,
-// and each sector leaves it whole.
-constexpr uint32_t BIN_THREADS = 256, BIN_PER_THREAD = 4, BIN_TILE = BIN_THREADS * BIN_PER_THREAD;
-constexpr uint32_t MAX_BINS = 4096;
-constexpr uint32_t PLACE_THREADS = 256, PLACE_PER_THREAD = 8;
+// The binned scatter: msm_scatter's result in two passes that stage their output in shared memory and
+// write it out in runs. msm_scatter makes two scattered L2 requests per digit (an atomic with return
+// on the bucket's cursor, and a 4-byte store anywhere in the entries), and those requests, not the
+// bytes, are what it costs. Bins are runs of 2^shift consecutive buckets of the sets (at most
+// STAGE_BINS of them); bin b's entries take the final positions from off[b << shift] on.
+// The first pass (msm_scatter_bins), per tile of scalars: a histogram of the tile's digits over the
+// bins in shared memory, one global atomic per (tile, bin) on the bin's cursor to reserve a run of a
+// temporary, the tile's (key, entry) pairs sorted by bin in shared memory, then copied out in order,
+// so that consecutive threads write consecutive places of a run. The ones go straight to their
+// bucket, as in msm_scatter.
+// The second pass (msm_place), per segment of PLACE_PAIRS consecutive pairs (which, the temporary
+// being in bin order, name the buckets of a few neighbouring bins): a histogram of the segment over
+// its buckets in shared memory, one global atomic per (segment, bucket) to reserve a run of the
+// bucket's entries, the entries sorted by bucket in shared memory and copied out in order. A segment
+// spread over more buckets than PLACE_KEYS (sparse scalars, very wide bins) places each entry by its
+// own atomic instead.
+constexpr uint32_t STAGE_THREADS = 256;
+constexpr uint32_t STAGE_BINS = 1024, STAGE_PAIRS = 8192, STAGE_SCALARS_PER_THREAD = 4;
+constexpr uint32_t PLACE_PAIRS = 8192, PLACE_KEYS = 4096;
+
+// Exclusive scan of a[0, n) in shared memory by the whole block (STAGE_THREADS threads, n at most
+// 16 per thread); returns the total. Starts and ends with a barrier.
+__device__ uint32_t block_exclusive_scan(uint32_t* a, uint32_t n, uint32_t* warp_sums) {
+    __syncthreads();
+    const uint32_t per = (n + STAGE_THREADS - 1) / STAGE_THREADS;
+    const uint32_t lo = min(n, threadIdx.x * per), hi = min(n, lo + per);
+    uint32_t own = 0;
+    for (uint32_t k = lo; k < hi; k++) own += a[k];
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    uint32_t incl = own;
+#pragma unroll
+    for (uint32_t d = 1; d < 32; d <<= 1) {
+        const uint32_t v = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += v;
+    }
+    if (lane == 31) warp_sums[warp] = incl;
+    __syncthreads();
+    uint32_t before = 0, total = 0;
+    for (uint32_t w = 0; w < STAGE_THREADS / 32; w++) {
+        if (w < warp) before += warp_sums[w];
+        total += warp_sums[w];
+    }
+    uint32_t run = before + incl - own;
+    for (uint32_t k = lo; k < hi; k++) {
+        const uint32_t v = a[k];
+        a[k] = run;
+        run += v;
+    }
+    __syncthreads();
+    return total;
+}
 
 // cursor[b] = off[b << shift] for each bin b < bins, and cursor[bins] = off[ones_key] (the ones').
 extern "C" __global__ void msm_bin_cursors(const uint32_t* off, uint32_t shift, uint32_t bins, uint32_t ones_key,
@@ -156,48 +193,58 @@ extern "C" __global__ void msm_bin_cursors(const uint32_t* off, uint32_t shift, 
         cursor[b] = off[ones_key];
 }
 
-// bin_cursor comes from msm_bin_cursors; pairs[p] = (key, entry) for each digit of the sets, entries as
-// in msm_scatter; the ones are written to entries directly.
-extern "C" __global__ void __launch_bounds__(BIN_THREADS)
+// Block x takes scalars [x tile, x tile + tile), tile <= STAGE_THREADS * STAGE_SCALARS_PER_THREAD and
+// tile * windows <= STAGE_PAIRS (the host's choice); bins <= STAGE_BINS. bin_cursor comes from
+// msm_bin_cursors; pairs[p] = (key, entry) for each digit of the sets, entries as in msm_scatter; the
+// ones are written to entries directly. Dynamic shared memory: STAGE_PAIRS pairs and 2 STAGE_BINS words.
+extern "C" __global__ void __launch_bounds__(STAGE_THREADS)
     msm_scatter_bins(const Fr* __restrict__ scalars, const uint32_t* __restrict__ select, uint32_t selected,
                      uint32_t n, uint32_t c, uint32_t windows, uint32_t m, uint32_t shift, uint32_t bins,
-                     uint32_t* bin_cursor, uint2* pairs, uint32_t* entries) {
-    __shared__ uint32_t run[MAX_BINS];
-    for (uint32_t b = threadIdx.x; b < bins; b += BIN_THREADS) run[b] = 0;
+                     uint32_t tile, uint32_t* bin_cursor, uint2* pairs, uint32_t* entries) {
+    extern __shared__ uint4 stage_shared[];
+    uint2* staged = reinterpret_cast<uint2*>(stage_shared);
+    // at: the tile's count per bin, then where its run starts in `staged`, then where it ends;
+    // delta: the run's place in `pairs` less its place in `staged`.
+    uint32_t* at = reinterpret_cast<uint32_t*>(staged + STAGE_PAIRS);
+    uint32_t* delta = at + STAGE_BINS;
+    __shared__ uint32_t warp_sums[STAGE_THREADS / 32];
+    for (uint32_t b = threadIdx.x; b < bins; b += STAGE_THREADS) at[b] = 0;
     const uint32_t ones_key = ones_key_of(c, windows, m);
-    const uint32_t tile = blockIdx.x * BIN_TILE;
+    const uint32_t first = blockIdx.x * tile;
     // The tile's scalars in canonical form, converted once for both passes over their digits.
-    Fr s[BIN_PER_THREAD];
+    Fr s[STAGE_SCALARS_PER_THREAD];
+    bool in[STAGE_SCALARS_PER_THREAD];
 #pragma unroll
-    for (uint32_t k = 0; k < BIN_PER_THREAD; k++) {
-        const uint32_t i = tile + k * BIN_THREADS + threadIdx.x;
-        if (i < n) s[k] = scalar_of(scalars, select, selected, i).from_mont();
+    for (uint32_t k = 0; k < STAGE_SCALARS_PER_THREAD; k++) {
+        const uint32_t q = k * STAGE_THREADS + threadIdx.x, i = first + q;
+        in[k] = q < tile && i < n;
+        if (in[k]) s[k] = scalar_of(scalars, select, selected, i).from_mont();
     }
     __syncthreads();
 #pragma unroll
-    for (uint32_t k = 0; k < BIN_PER_THREAD; k++) {
-        const uint32_t i = tile + k * BIN_THREADS + threadIdx.x;
-        if (i < n)
-            for_each_digit_of(s[k], i, c, windows, m, [&](uint32_t key, uint32_t, bool) {
-                if (key != ones_key) atomicAdd(&run[key >> shift], 1u);
-            });
-    }
+    for (uint32_t k = 0; k < STAGE_SCALARS_PER_THREAD; k++)
+        if (in[k])
+            for_each_digit_of(s[k], first + k * STAGE_THREADS + threadIdx.x, c, windows, m,
+                              [&](uint32_t key, uint32_t, bool) {
+                                  if (key != ones_key) atomicAdd(&at[key >> shift], 1u);
+                              });
     __syncthreads();
-    // Each bin's count becomes the start of the tile's run in it.
-    for (uint32_t b = threadIdx.x; b < bins; b += BIN_THREADS)
-        if (run[b] != 0) run[b] = atomicAdd(&bin_cursor[b], run[b]);
+    for (uint32_t b = threadIdx.x; b < bins; b += STAGE_THREADS)
+        if (at[b] != 0) delta[b] = atomicAdd(&bin_cursor[b], at[b]);
+    const uint32_t total = block_exclusive_scan(at, bins, warp_sums);
+    for (uint32_t b = threadIdx.x; b < bins; b += STAGE_THREADS) delta[b] -= at[b];
     __syncthreads();
     const uint32_t lane = threadIdx.x & 31;
 #pragma unroll
-    for (uint32_t k = 0; k < BIN_PER_THREAD; k++) {
-        const uint32_t i = tile + k * BIN_THREADS + threadIdx.x;
+    for (uint32_t k = 0; k < STAGE_SCALARS_PER_THREAD; k++) {
+        const uint32_t i = first + k * STAGE_THREADS + threadIdx.x;
         bool one = false;
-        if (i < n)
+        if (in[k])
             for_each_digit_of(s[k], i, c, windows, m, [&](uint32_t key, uint32_t index, bool neg) {
                 if (key == ones_key)
                     one = true;
                 else
-                    pairs[atomicAdd(&run[key >> shift], 1u)] = make_uint2(key, index | ((uint32_t)neg << 31));
+                    staged[atomicAdd(&at[key >> shift], 1u)] = make_uint2(key, index | ((uint32_t)neg << 31));
             });
         const uint32_t lanes = __ballot_sync(0xffffffffu, one);
         if (lanes == 0) continue;
@@ -207,26 +254,57 @@ extern "C" __global__ void __launch_bounds__(BIN_THREADS)
         base = __shfl_sync(0xffffffffu, base, leader);
         if (one) entries[base + __popc(lanes & ((1u << lane) - 1))] = i * m;
     }
+    __syncthreads();
+    for (uint32_t j = threadIdx.x; j < total; j += STAGE_THREADS) {
+        const uint2 p = staged[j];
+        pairs[delta[p.x >> shift] + j] = p;
+    }
 }
 
 // The sets' entries, off[ones_key] of them, from pairs to entries: cursor starts as a copy of off.
-extern "C" __global__ void __launch_bounds__(PLACE_THREADS)
-    msm_place(const uint2* __restrict__ pairs, const uint32_t* __restrict__ off, uint32_t ones_key, uint32_t* cursor,
-              uint32_t* entries) {
-    const uint64_t total = off[ones_key];
-    const uint64_t first = (uint64_t)blockIdx.x * (PLACE_THREADS * PLACE_PER_THREAD) + threadIdx.x;
-    if (first >= total) return;
-    uint2 p[PLACE_PER_THREAD];
-#pragma unroll
-    for (uint32_t k = 0; k < PLACE_PER_THREAD; k++) {
-        const uint64_t j = first + k * PLACE_THREADS;
-        if (j < total) p[k] = pairs[j];
+// Dynamic shared memory: PLACE_PAIRS words and half-words, and 2 PLACE_KEYS words.
+extern "C" __global__ void __launch_bounds__(STAGE_THREADS)
+    msm_place(const uint2* __restrict__ pairs, const uint32_t* __restrict__ off, uint32_t ones_key, uint32_t shift,
+              uint32_t* cursor, uint32_t* entries) {
+    extern __shared__ uint4 stage_shared[];
+    uint32_t* staged = reinterpret_cast<uint32_t*>(stage_shared);
+    uint16_t* staged_key = reinterpret_cast<uint16_t*>(staged + PLACE_PAIRS);
+    // at and delta as in msm_scatter_bins, per bucket lo + k.
+    uint32_t* at = reinterpret_cast<uint32_t*>(staged_key + PLACE_PAIRS);
+    uint32_t* delta = at + PLACE_KEYS;
+    __shared__ uint32_t warp_sums[STAGE_THREADS / 32];
+    const uint32_t total = off[ones_key];
+    const uint64_t first64 = (uint64_t)blockIdx.x * PLACE_PAIRS;
+    if (first64 >= total) return;
+    const uint32_t first = (uint32_t)first64, len = min(PLACE_PAIRS, total - first);
+    // The temporary is in bin order: the segment's buckets lie from its first pair's bin to its last's.
+    const uint32_t lo = (pairs[first].x >> shift) << shift;
+    const uint32_t hi = min(((pairs[first + len - 1].x >> shift) + 1) << shift, ones_key);
+    if (hi - lo > PLACE_KEYS) {
+        for (uint32_t j = threadIdx.x; j < len; j += STAGE_THREADS) {
+            const uint2 p = pairs[first + j];
+            entries[atomicAdd(&cursor[p.x], 1u)] = p.y;
+        }
+        return;
     }
-#pragma unroll
-    for (uint32_t k = 0; k < PLACE_PER_THREAD; k++) {
-        const uint64_t j = first + k * PLACE_THREADS;
-        if (j < total) entries[atomicAdd(&cursor[p[k].x], 1u)] = p[k].y;
+    const uint32_t span = hi - lo;
+    for (uint32_t k = threadIdx.x; k < span; k += STAGE_THREADS) at[k] = 0;
+    __syncthreads();
+    for (uint32_t j = threadIdx.x; j < len; j += STAGE_THREADS) atomicAdd(&at[pairs[first + j].x - lo], 1u);
+    __syncthreads();
+    for (uint32_t k = threadIdx.x; k < span; k += STAGE_THREADS)
+        if (at[k] != 0) delta[k] = atomicAdd(&cursor[lo + k], at[k]);
+    block_exclusive_scan(at, span, warp_sums);
+    for (uint32_t k = threadIdx.x; k < span; k += STAGE_THREADS) delta[k] -= at[k];
+    __syncthreads();
+    for (uint32_t j = threadIdx.x; j < len; j += STAGE_THREADS) {
+        const uint2 p = pairs[first + j];
+        const uint32_t slot = atomicAdd(&at[p.x - lo], 1u);
+        staged[slot] = p.y;
+        staged_key[slot] = (uint16_t)(p.x - lo);
     }
+    __syncthreads();
+    for (uint32_t j = threadIdx.x; j < len; j += STAGE_THREADS) entries[delta[staged_key[j]] + j] = staged[j];
 }
 
 // The chunk of bucket entries thread q sums in a round: bucket b is the last with off_next[b] <= q

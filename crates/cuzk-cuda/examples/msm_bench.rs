@@ -8,7 +8,7 @@
 //! `--first-rounds` times every variant with each way of doing the first summing round (`xyzz`
 //! accumulators, `batch` affine additions, `batch:K` with K chains per thread, or `auto`: batched from
 //! `batch_affine_from(curve)` points, the default). `--sorts` times each with each way of writing
-//! the sorted entries (`direct`, the default, or `binned`).
+//! the sorted entries (`binned`, the default, or `direct`).
 //!
 //! `--tables` adds, after the plain variants, device-resident bases replaced by a table of `M`
 //! multiples per point for windows of `C` bits (`M = all`: every window in one set of buckets),
@@ -97,11 +97,11 @@ fn round_label(r: &Row) -> String {
     round + sort_label(r.sort)
 }
 
-/// ` binned sort` for [`Sort::Binned`], nothing for the default.
+/// ` direct sort` for [`Sort::Direct`], nothing for the default.
 fn sort_label(sort: Sort) -> &'static str {
     match sort {
-        Sort::Direct => "",
-        Sort::Binned => " binned sort",
+        Sort::Direct => " direct sort",
+        Sort::Binned => "",
     }
 }
 
@@ -385,7 +385,7 @@ fn main() {
             })
             .unwrap_or_else(|| vec![(MsmConfig::default().first_round, None)]),
         sorts: list("--sorts")
-            .map(|v| v.iter().map(|x| if x == "binned" { Sort::Binned } else { Sort::Direct }).collect())
+            .map(|v| v.iter().map(|x| if x == "direct" { Sort::Direct } else { Sort::Binned }).collect())
             .unwrap_or_else(|| vec![MsmConfig::default().sort]),
     };
     let curves = list("--curves").unwrap_or_else(|| vec!["g1".into(), "g2".into()]);

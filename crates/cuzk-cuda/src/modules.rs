@@ -25,6 +25,20 @@ pub(crate) const PASS_TILE_BITS: u32 = 10;
 /// Dynamic shared memory an NTT pass block may use: `2^PASS_TILE_BITS` elements and as many twiddles.
 pub(crate) const PASS_SHARED_BYTES: i32 = 2 * (1 << PASS_TILE_BITS) * 32;
 
+/// Bins a block of `msm_scatter_bins` counts in shared memory at most (`STAGE_BINS` in msm.cu).
+pub(crate) const MAX_BINS: u32 = 1024;
+/// Pairs a block of `msm_scatter_bins` stages at most (`STAGE_PAIRS`).
+pub(crate) const STAGE_PAIRS: u32 = 8192;
+/// Pairs per block of `msm_place` (`PLACE_PAIRS`), and the most buckets it stages them by (`PLACE_KEYS`).
+pub(crate) const PLACE_PAIRS: u32 = 8192;
+const PLACE_KEYS: u32 = 4096;
+/// Dynamic shared memory of `msm_scatter_bins`: the staged pairs and two words per bin.
+pub(crate) const SCATTER_BINS_SHARED_BYTES: u32 = STAGE_PAIRS * 8 + MAX_BINS * 2 * 4;
+/// Dynamic shared memory of `msm_place`: a word and a half-word per staged pair, two words per bucket.
+pub(crate) const PLACE_SHARED_BYTES: u32 = PLACE_PAIRS * (4 + 2) + PLACE_KEYS * 2 * 4;
+// Both fit two blocks a multiprocessor on the H200 (228 KiB of shared memory each).
+const _: () = assert!(SCATTER_BINS_SHARED_BYTES <= 110 << 10 && PLACE_SHARED_BYTES <= 110 << 10);
+
 fn load(ctx: &Arc<CudaContext>, src: &str, op: &'static str) -> Result<Arc<CudaModule>, CudaError> {
     ctx.load_module(Ptx::from_src(src)).during(op)
 }
@@ -129,12 +143,24 @@ impl MsmKernels {
                 table: f(if g1 { "g1_table" } else { "g2_table" })?,
             })
         };
+        let scatter_bins = function(&m, "msm_scatter_bins")?;
+        let place = function(&m, "msm_place")?;
+        for (f, bytes, what) in [
+            (&scatter_bins, SCATTER_BINS_SHARED_BYTES, "configuring msm_scatter_bins's shared memory"),
+            (&place, PLACE_SHARED_BYTES, "configuring msm_place's shared memory"),
+        ] {
+            f.set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as i32,
+            )
+            .during(what)?;
+        }
         Ok(Self {
             count: function(&m, "msm_count")?,
             scatter: function(&m, "msm_scatter")?,
             bin_cursors: function(&m, "msm_bin_cursors")?,
-            scatter_bins: function(&m, "msm_scatter_bins")?,
-            place: function(&m, "msm_place")?,
+            scatter_bins,
+            place,
             chunk_counts: function(&m, "msm_chunk_counts")?,
             flat_counts: function(&m, "msm_flat_counts")?,
             scan_blocks: function(&m, "scan_blocks")?,

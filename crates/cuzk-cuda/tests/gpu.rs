@@ -529,7 +529,7 @@ fn msm_with_a_table_of_multiples_matches_ark_ec() {
 
 #[test]
 fn msm_sorts_binned_and_direct_agree_with_ark_ec() {
-    // The direct sort (the default, which every other MSM test runs) and the binned one, on awkward
+    // The binned sort (the default, which every other MSM test runs) and the direct one, on awkward
     // sizes and every scalar kind (the ones and the small values pile into few buckets), with a
     // selection of sparse bases, with tables, with windows whose bins are wider than 1024 buckets,
     // and past 2^20 points with several batches.

@@ -29,7 +29,7 @@ impl Default for MsmConfig {
             batch: 1 << 24,
             first_round: FirstRound::Auto,
             batch_chains: None,
-            sort: Sort::Direct,
+            sort: Sort::Binned,
         }
     }
 }
@@ -38,20 +38,22 @@ impl Default for MsmConfig {
 /// per bucket and the counts scanned. Both give the same buckets (the order inside a bucket differs,
 /// the sums do not).
 ///
-/// On the H200 the direct scatter wins: for G1 2^24 with a table it takes 9.8 ms, the binned passes
-/// 7.0 + 9.3 ms (docs/benchmarks/cuda-msm.md). Both make one scattered L2 request per digit for the
-/// store, and the direct one an atomic with return besides; the binned second pass's atomics meet
-/// in few buckets at a time and contend. The bins are where a sort whose passes stage their output in
-/// shared memory and write it out in runs would start.
+/// On the H200 the binned sort wins (docs/benchmarks/cuda-msm.md): for G1 2^24 with a table its two
+/// passes take 2.4 + 1.5 ms against the direct scatter's 9.8, whose cost is two scattered L2
+/// requests per digit (an atomic with return and a 4-byte store), where the binned passes write
+/// their output in runs staged in shared memory and make one global atomic per run. The binned sort
+/// needs a temporary of 8 bytes per entry (1.75 GB for 13 x 2^24 entries), counted in the MSMs'
+/// buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Sort {
     /// In one pass, each entry written straight to its bucket: an atomic on the bucket's cursor and a
     /// random 4-byte store per digit over the whole entries array.
-    #[default]
     Direct,
     /// In two passes through a temporary of (bucket, entry) pairs grouped by runs of 1024 buckets or
-    /// more (8 bytes per entry, kept once per size on the sort's stream), so that the second pass's
-    /// writes into bucket order stay within the L2 cache.
+    /// more (8 bytes per entry, kept once per size on the sort's stream), each pass sorting a tile of
+    /// its output in shared memory (the first by run of buckets, the second by bucket) and writing it
+    /// out in runs.
+    #[default]
     Binned,
 }
 
@@ -176,7 +178,7 @@ impl Plan {
             ones_threads,
             first_round: FirstRound::Xyzz,
             batch_chains: None,
-            sort: Sort::Direct,
+            sort: Sort::default(),
         })
     }
 

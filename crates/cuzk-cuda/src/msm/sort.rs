@@ -138,7 +138,17 @@ pub(crate) fn sort(
             )?;
             let mut cursor = gpu.scratch().take::<u32>(stream, buckets)?;
             stream.memcpy_dtod(&*off, &mut *cursor).during("copying bucket offsets")?;
-            k::place(gpu, stream, &pairs, &off, windows as usize * n, &mut cursor, &mut entries, probe)?;
+            k::place(
+                gpu,
+                stream,
+                &pairs,
+                &off,
+                bins,
+                windows as usize * n,
+                &mut cursor,
+                &mut entries,
+                probe,
+            )?;
         }
     }
     Ok(Sorted { seg: Segments { count, off }, entries })

@@ -218,33 +218,35 @@ mod tests {
         let table = Some(Table { window_bits: 20, multiples: 13 });
         let g1 = msm_takes::<G1>(SMS, 1 << 24, table, false, &config).unwrap();
         let g2 = msm_takes::<G2>(SMS, 1 << 24, table, false, &config).unwrap();
-        // Per MSM: 13 x 2^24 entries (872 MB), the batched round's chains (G1: 132 x 3 x 128 threads
+        // Per MSM: 13 x 2^24 entries (872 MB) and the binned sort's pairs, the batched round's chains (G1: 132 x 3 x 128 threads
         // of 128 chains; G2: 132 x 2 x 128 threads of 128) with their affine accumulators and
         // partials, prefix products and records, and the later rounds' partials.
         let (entries, pairs) = (13usize << 26, 13usize << 27);
         let chains_g1 = 132 * 3 * 128 * 128;
         let affine1 = std::mem::size_of::<GpuAffine<G1>>();
-        let least = entries + chains_g1 * (2 * affine1 + 48 + 16);
+        let least = entries + pairs + chains_g1 * (2 * affine1 + 48 + 16);
         assert!(
             least <= g1.bytes() && g1.bytes() <= least / 10 * 13,
             "G1: {} bytes, {least} at least",
             g1.bytes()
         );
         assert!(g2.bytes() > entries + 132 * 2 * 128 * 128 * std::mem::size_of::<Xyzz<G2>>());
-        // A key's five MSMs of nearly 2^24 points: two sets of the sort's buffers, shared by all, and
-        // one of the sums' buffers per curve, so about one G1 MSM's and one G2 MSM's.
+        // A key's five MSMs of nearly 2^24 points: two sets of the sort's buffers and one of its
+        // pairs, shared by all, and one of the sums' buffers per curve, so about one G1 MSM's and one
+        // G2 MSM's, less a set of pairs.
         let h = msm_takes::<G1>(SMS, (1 << 24) - 1, table, false, &config).unwrap();
         let key = shelved_bytes([&h, &g1, &g1, &g2, &g1]);
-        assert!(key.abs_diff(g1.bytes() + g2.bytes()) < 64 << 20, "{key}");
-        // The binned sort adds its pairs (8 bytes an entry, 1.75 GB), one set for the whole key, and
-        // a cursor per bin.
-        let binned = MsmConfig { sort: Sort::Binned, ..config };
-        let g1_binned = msm_takes::<G1>(SMS, 1 << 24, table, false, &binned).unwrap();
-        assert_eq!(g1_binned.bytes() - g1.bytes(), pairs + 4 * (Bins::of(1 << 19).count as usize + 1));
-        let binned_key =
-            [(1 << 24) - 1, 1 << 24].map(|n| msm_takes::<G1>(SMS, n, table, false, &binned).unwrap());
+        assert!(key.abs_diff(g1.bytes() + g2.bytes() - pairs) < 64 << 20, "{key}");
+        // The binned sort (the default) adds its pairs (8 bytes an entry, 1.75 GB), one set for the
+        // whole key, and a cursor per bin, to what the direct sort takes.
+        assert_eq!(config.sort, Sort::Binned);
+        let direct = MsmConfig { sort: Sort::Direct, ..config };
+        let g1_direct = msm_takes::<G1>(SMS, 1 << 24, table, false, &direct).unwrap();
+        assert_eq!(g1.bytes() - g1_direct.bytes(), pairs + 4 * (Bins::of(1 << 19).count as usize + 1));
+        let direct_key =
+            [(1 << 24) - 1, 1 << 24].map(|n| msm_takes::<G1>(SMS, n, table, false, &direct).unwrap());
         // (Its bin cursors share a shelf with the scan's block sums, both 513 words.)
-        let extra = shelved_bytes(&binned_key) - shelved_bytes([&h, &g1]);
+        let extra = shelved_bytes([&h, &g1]) - shelved_bytes(&direct_key);
         assert!((pairs..=pairs + 2 * 4 * 513).contains(&extra), "{extra}");
         eprintln!("per MSM: G1 {} G2 {}; the key's five MSMs: {key}", g1.bytes(), g2.bytes());
         // Bases in host memory add their two upload buffers; an empty MSM takes nothing.
