@@ -76,22 +76,25 @@ struct RunKey {
     /// The shape a timing key was made from, until the engine takes it.
     shape: Option<cuzk::R1csShape>,
     seconds: f64,
+    /// Of `seconds`, the time a timing key spent recording the circuit's shape.
+    shape_seconds: Option<f64>,
 }
 
 fn make_key(w: &Workload, shape: Partition, rng: &mut StdRng) -> Result<RunKey, CmdError> {
     let t = Instant::now();
     // A timing key keeps only its closed form for the check: its points and its shape go to the
     // engine, so a key of tens of GiB is held once.
-    let (pk, closed_form, shape) = if w.timing_key {
+    let (pk, closed_form, shape, shape_seconds) = if w.timing_key {
         let _progress = Progress::spinner("making a timing key", w.json);
         let recorded = shape.shape()?;
+        let shape_seconds = t.elapsed().as_secs_f64();
         let tk = TimingKey::new(&recorded, rng);
-        (tk.pk, Some(tk.closed_form), Some(recorded))
+        (tk.pk, Some(tk.closed_form), Some(recorded), Some(shape_seconds))
     } else {
         let _progress = Progress::spinner("generating the key", w.json);
-        (Groth16::<Bls12_381>::generate_random_parameters_with_reduction(shape, rng)?, None, None)
+        (Groth16::<Bls12_381>::generate_random_parameters_with_reduction(shape, rng)?, None, None, None)
     };
-    Ok(RunKey { pk, closed_form, shape, seconds: t.elapsed().as_secs_f64() })
+    Ok(RunKey { pk, closed_form, shape, seconds: t.elapsed().as_secs_f64(), shape_seconds })
 }
 
 /// One timed run of ark-groth16 over the workload.
@@ -244,7 +247,8 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
     let mut rng = StdRng::seed_from_u64(w.seed);
     let partitions = w.partitions()?;
     let shape = partitions[0];
-    let RunKey { pk, closed_form, shape: recorded, seconds: keygen_seconds } = make_key(w, shape, &mut rng)?;
+    let RunKey { pk, closed_form, shape: recorded, seconds: keygen_seconds, shape_seconds } =
+        make_key(w, shape, &mut rng)?;
     // The ark-groth16 baseline proves with the key after the engine has loaded it: only then a copy.
     let (engine_pk, pk) = if baseline { (pk.clone(), Some(pk)) } else { (pk, None) };
     let key = {
@@ -385,6 +389,7 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
         upload_bytes_per_partition: upload_bytes(&engine, &key, shape)?,
         key: if w.timing_key { "timing" } else { "setup" },
         keygen_seconds,
+        shape_seconds,
         seconds: wall.median,
         wall: wall.into(),
         seconds_per_partition: wall.median / partitions as f64,

@@ -300,6 +300,9 @@ pub(crate) struct Output {
     /// "setup" (ark-groth16's key generation) or "timing" (see the timing-key module).
     pub(crate) key: &'static str,
     pub(crate) keygen_seconds: f64,
+    /// Of `keygen_seconds`, the time a timing key spent recording the circuit's shape (none for a
+    /// setup).
+    pub(crate) shape_seconds: Option<f64>,
     /// Wall time of proving all partitions (the median over repetitions for `bench`).
     pub(crate) seconds: f64,
     /// The same over every repetition.
@@ -347,7 +350,13 @@ pub(crate) fn print_table(o: &Output) {
             if merged { "one lock" } else { "memory and kernel locks" }
         );
     }
-    println!("  key generation            {:>10.3} s  ({} key)", o.keygen_seconds, o.key);
+    match o.shape_seconds {
+        Some(shape) => println!(
+            "  key generation            {:>10.3} s  ({} key; the circuit's shape recorded in {shape:.3} s)",
+            o.keygen_seconds, o.key
+        ),
+        None => println!("  key generation            {:>10.3} s  ({} key)", o.keygen_seconds, o.key),
+    }
     println!("  synthesis mode            {:>10}", o.synthesis_mode);
     if let Some(bytes) = o.upload_bytes_per_partition {
         println!("  upload per partition      {:>10.1} MiB", bytes as f64 / (1u64 << 20) as f64);

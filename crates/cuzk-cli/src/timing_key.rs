@@ -21,14 +21,16 @@
 
 use ark_bls12_381::{g1, g2, Bls12_381, Fr, G1Projective, G2Projective};
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
+use ark_ec::AffineRepr;
 use ark_ec::CurveGroup;
+use ark_ff::{Field, One};
 use ark_groth16::{Proof, ProvingKey, VerifyingKey};
 use ark_relations::gr1cs::ConstraintSynthesizer;
 use ark_std::{rand::Rng, UniformRand, Zero};
 use cuzk::synth::R1csShape;
 use rayon::prelude::*;
 
-/// Points computed per task (each task starts with one scalar multiplication).
+/// Points computed per task (each task starts with one scalar multiplication and one inversion).
 const CHUNK: usize = 1 << 14;
 
 /// The line a query's points were drawn from, and which of them the query keeps (the others are the
@@ -65,21 +67,75 @@ fn progression<P: SWCurveConfig>(
 ) -> (Vec<Affine<P>>, Line<P>) {
     let (start, step) = (Projective::<P>::rand(rng), Projective::<P>::rand(rng));
     let present: Vec<bool> = (0..len).into_par_iter().map(present).collect();
-    // Written in place, chunk by chunk: a query of tens of GiB is never held twice.
-    let mut points = vec![<Affine<P> as ark_ec::AffineRepr>::zero(); len];
-    points.par_chunks_mut(CHUNK).enumerate().for_each(|(k, out)| {
-        let lo = k * CHUNK;
-        let mut p = start + step * P::ScalarField::from(lo as u64);
-        let chunk: Vec<Projective<P>> = (lo..lo + out.len())
-            .map(|i| {
-                let q = if present[i] { p } else { Projective::zero() };
+    let points = points_on(start, step, &present, CHUNK);
+    (points, Line { start, step, present })
+}
+
+/// `start + i·step` for each `i` where `present[i]`, the identity elsewhere, computed `chunk` points
+/// per task.
+///
+/// Each task starts from its first point `B = start + lo·step` and adds the offsets `j·step`
+/// (computed once, affine) in affine coordinates, with one inversion for the whole chunk (Montgomery's
+/// trick): about six multiplications a point, where stepping along the line in projective
+/// coordinates and normalising after costs about twenty. A sum that is not a plain addition (a
+/// doubling, the identity, or `B` itself the identity: only when `start` is a small multiple of
+/// `step`, never for random points) is computed the general way.
+fn points_on<P: SWCurveConfig>(
+    start: Projective<P>,
+    step: Projective<P>,
+    present: &[bool],
+    chunk: usize,
+) -> Vec<Affine<P>> {
+    let offsets: Vec<Affine<P>> = {
+        let mut p = Projective::zero();
+        let multiples: Vec<Projective<P>> = (0..chunk.min(present.len()))
+            .map(|_| {
+                let q = p;
                 p += step;
                 q
             })
             .collect();
-        out.copy_from_slice(&Projective::normalize_batch(&chunk));
+        Projective::normalize_batch(&multiples)
+    };
+    // Written in place, chunk by chunk: a query of tens of GiB is never held twice. Its memory is
+    // first touched by every thread, not one.
+    let mut points = Vec::with_capacity(present.len());
+    points.par_extend(rayon::iter::repeat_n(Affine::<P>::zero(), present.len()));
+    points.par_chunks_mut(chunk).enumerate().for_each(|(k, out)| {
+        let lo = k * chunk;
+        let base = start + step * P::ScalarField::from(lo as u64);
+        let b = base.into_affine();
+        let present = &present[lo..lo + out.len()];
+        // The slope's denominators x_j - x_B; zero where the sum is not a plain addition (skipped
+        // by the batch inversion).
+        let mut inverses: Vec<P::BaseField> = offsets[..out.len()]
+            .iter()
+            .zip(present)
+            .map(
+                |(t, &keep)| {
+                    if keep && !t.is_zero() && !b.is_zero() {
+                        t.x - b.x
+                    } else {
+                        P::BaseField::zero()
+                    }
+                },
+            )
+            .collect();
+        ark_ff::fields::serial_batch_inversion_and_mul(&mut inverses, &P::BaseField::one());
+        for (((p, t), &keep), inv) in out.iter_mut().zip(&offsets).zip(present).zip(&inverses) {
+            *p = if !keep {
+                Affine::zero()
+            } else if inv.is_zero() {
+                (base + t).into_affine()
+            } else {
+                let slope = (t.y - b.y) * inv;
+                let x = slope.square() - b.x - t.x;
+                let y = slope * (b.x - x) - b.y;
+                Affine::new_unchecked(x, y)
+            };
+        }
     });
-    (points, Line { start, step, present })
+    points
 }
 
 /// A timing key (see the module documentation) and its proofs' closed form.
@@ -234,6 +290,33 @@ mod tests {
             .all(|p| p.is_on_curve() && p.is_in_correct_subgroup_assuming_on_curve()));
         // Some bases really are at infinity in this circuit, so the comparison above means something.
         assert!(real.b_g1_query.iter().any(ark_ec::AffineRepr::is_zero));
+    }
+
+    /// The chunked affine additions give `start + i·step` exactly, over awkward lengths and chunk
+    /// sizes, and where a sum is a doubling, the identity, or starts from the identity.
+    #[test]
+    fn points_on_a_line_equal_the_line_whatever_the_start() {
+        fn check<P: SWCurveConfig<ScalarField = Fr>>(rng: &mut impl Rng) {
+            let step = Projective::<P>::rand(rng);
+            let times =
+                |k: i64| step * Fr::from(k.unsigned_abs()) * if k < 0 { -Fr::one() } else { Fr::one() };
+            // With chunks of 5: a start of 3·step makes offset 3 of the first chunk a doubling, -7·step
+            // makes offset 2 of the second chunk the identity, -5·step starts the second at the identity.
+            let starts = [Projective::<P>::rand(rng), times(3), times(-7), times(-5)];
+            for (start, (len, chunk)) in starts.into_iter().zip([(23, 5), (11, 5), (12, 5), (14, 5)]) {
+                let present: Vec<bool> = (0..len).map(|i| i % 4 != 1).collect();
+                let points = points_on(start, step, &present, chunk);
+                assert_eq!(points.len(), len);
+                for (i, (p, keep)) in points.iter().zip(&present).enumerate() {
+                    let expected = if *keep { start + times(i as i64) } else { Projective::zero() };
+                    assert_eq!(*p, expected.into_affine(), "point {i} of {len}, chunks of {chunk}");
+                }
+            }
+            assert!(points_on(step, step, &[], 5).is_empty());
+        }
+        let mut rng = cuzk_testkit::seeded_rng("timing_key_points_on");
+        check::<g1::Config>(&mut rng);
+        check::<g2::Config>(&mut rng);
     }
 
     /// The closed form of `circuit`'s proof equals ark-groth16's proof with the timing key, for two
