@@ -340,55 +340,112 @@ fn run<C: Curve>(
     Ok(())
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let opt = |name: &str| args.iter().skip_while(|a| *a != name).nth(1).cloned();
-    let json = opt("--json");
-    let ark_max: u32 = opt("--ark-max").and_then(|v| v.parse().ok()).unwrap_or(22);
-    let trace = args.iter().any(|a| a == "--trace");
-    let sizes: Vec<u32> = opt("--sizes")
-        .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
-        .unwrap_or_else(|| vec![16, 20, 22, 24, 26]);
-    let list = |name: &str| opt(name).map(|v| v.split(',').map(str::to_string).collect::<Vec<_>>());
-    let sweep = Sweep {
-        windows: list("--windows")
-            .map(|v| v.iter().filter_map(|x| x.parse().ok()).map(Some).collect())
-            .unwrap_or_else(|| vec![None]),
-        tables: list("--tables")
-            .map(|v| {
-                v.iter()
-                    .filter_map(|x| {
-                        let (c, m) = x.split_once(':')?;
-                        Some((c.parse().ok()?, if m == "all" { 0 } else { m.parse().ok()? }))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-        host_bases: match opt("--bases").as_deref() {
-            Some("host") => vec![true],
-            Some("both") => vec![false, true],
-            _ => vec![false],
+/// The command line: every flag known, every value parsed, or an error naming what was wrong.
+struct Options {
+    json: Option<String>,
+    ark_max: u32,
+    trace: bool,
+    sizes: Vec<u32>,
+    curves: Vec<String>,
+    sweep: Sweep,
+}
+
+/// Each comma-separated item of `value` parsed by `item`, or an error naming the flag and the item.
+fn items<T>(flag: &str, value: &str, item: impl Fn(&str) -> Option<T>) -> Result<Vec<T>, String> {
+    value.split(',').map(|x| item(x).ok_or_else(|| format!("{flag}: cannot read `{x}`"))).collect()
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let defaults = MsmConfig::default();
+    let mut o = Options {
+        json: None,
+        ark_max: 22,
+        trace: false,
+        sizes: vec![16, 20, 22, 24, 26],
+        curves: vec!["g1".into(), "g2".into()],
+        sweep: Sweep {
+            windows: vec![None],
+            tables: Vec::new(),
+            host_bases: vec![false],
+            kinds: vec![false, true],
+            first_rounds: vec![(defaults.first_round, None)],
+            sorts: vec![defaults.sort],
         },
-        kinds: list("--scalars")
-            .map(|v| v.iter().map(|x| x == "bits").collect())
-            .unwrap_or_else(|| vec![false, true]),
-        first_rounds: list("--first-rounds")
-            .map(|v| {
-                v.iter()
-                    .map(|x| match x.split_once(':') {
-                        Some(("batch", k)) => (FirstRound::BatchAffine, k.parse().ok()),
-                        _ if x == "batch" => (FirstRound::BatchAffine, None),
-                        _ if x == "auto" => (FirstRound::Auto, None),
-                        _ => (FirstRound::Xyzz, None),
-                    })
-                    .collect()
-            })
-            .unwrap_or_else(|| vec![(MsmConfig::default().first_round, None)]),
-        sorts: list("--sorts")
-            .map(|v| v.iter().map(|x| if x == "direct" { Sort::Direct } else { Sort::Binned }).collect())
-            .unwrap_or_else(|| vec![MsmConfig::default().sort]),
     };
-    let curves = list("--curves").unwrap_or_else(|| vec!["g1".into(), "g2".into()]);
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        if flag == "--trace" {
+            o.trace = true;
+            continue;
+        }
+        let v = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--json" => o.json = Some(v.clone()),
+            "--ark-max" => o.ark_max = v.parse().map_err(|_| format!("--ark-max: cannot read `{v}`"))?,
+            "--sizes" => {
+                o.sizes = items(flag, v, |x| x.parse().ok().filter(|l| (1..=28).contains(l)))?;
+            }
+            "--curves" => {
+                o.curves = items(flag, v, |x| matches!(x, "g1" | "g2").then(|| x.to_string()))?;
+            }
+            "--windows" => o.sweep.windows = items(flag, v, |x| x.parse().ok().map(Some))?,
+            "--tables" => {
+                o.sweep.tables = items(flag, v, |x| {
+                    let (c, m) = x.split_once(':')?;
+                    Some((c.parse().ok()?, if m == "all" { 0 } else { m.parse().ok().filter(|&m| m > 0)? }))
+                })?;
+            }
+            "--bases" => {
+                o.sweep.host_bases = match v.as_str() {
+                    "device" => vec![false],
+                    "host" => vec![true],
+                    "both" => vec![false, true],
+                    _ => return Err(format!("--bases: `{v}` is not device, host or both")),
+                };
+            }
+            "--scalars" => {
+                o.sweep.kinds = items(flag, v, |x| match x {
+                    "random" => Some(false),
+                    "bits" => Some(true),
+                    _ => None,
+                })?;
+            }
+            "--first-rounds" => {
+                o.sweep.first_rounds = items(flag, v, |x| match x.split_once(':') {
+                    Some(("batch", k)) => {
+                        Some((FirstRound::BatchAffine, Some(k.parse().ok().filter(|&k| k > 0)?)))
+                    }
+                    Some(_) => None,
+                    None => match x {
+                        "batch" => Some((FirstRound::BatchAffine, None)),
+                        "auto" => Some((FirstRound::Auto, None)),
+                        "xyzz" => Some((FirstRound::Xyzz, None)),
+                        _ => None,
+                    },
+                })?;
+            }
+            "--sorts" => {
+                o.sweep.sorts = items(flag, v, |x| match x {
+                    "direct" => Some(Sort::Direct),
+                    "binned" => Some(Sort::Binned),
+                    _ => None,
+                })?;
+            }
+            _ => return Err(format!("unknown flag `{flag}`")),
+        }
+    }
+    Ok(o)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Options { json, ark_max, trace, sizes, curves, sweep } = match parse(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e} (see the usage at the top of msm_bench.rs)");
+            std::process::exit(2);
+        }
+    };
     let b = match CudaBackend::new(0) {
         Ok(b) => b,
         Err(e) => {
