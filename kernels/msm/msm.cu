@@ -551,7 +551,7 @@ MSM_SUM_AFFINE(g2, Fq2, 2, false)
                          out);                                                                                \
     }
 
-MSM_SUM_BATCH(g1, Fq, 3)
+MSM_SUM_BATCH(g1, Fq, 4)
 MSM_SUM_BATCH(g2, Fq2, 2)
 MSM_KERNELS(g1, Fq)
 MSM_KERNELS(g2, Fq2)
