@@ -3,12 +3,13 @@
 //! Usage: msm_bench [--json FILE] [--ark-max LOG] [--sizes LOG,LOG,...] [--windows C,C,...]
 //!                  [--tables C:M,C:M,...] [--bases device|host|both] [--curves g1,g2]
 //!                  [--scalars random,bits] [--first-rounds xyzz,batch,batch:K,auto]
-//!                  [--sorts direct,binned] [--trace]
+//!                  [--sorts direct,binned] [--batches LOG,LOG,...] [--trace]
 //!
 //! `--first-rounds` times every variant with each way of doing the first summing round (`xyzz`
 //! accumulators, `batch` affine additions, `batch:K` with K chains per thread, or `auto`: batched from
 //! `batch_affine_from(curve)` points, the default). `--sorts` times each with each way of writing
-//! the sorted entries (`binned`, the default, or `direct`).
+//! the sorted entries (`binned`, the default, or `direct`). `--batches` times each with each most
+//! points per batch (`2^LOG`; the default is `MsmConfig::default().batch`).
 //!
 //! `--tables` adds, after the plain variants, device-resident bases replaced by a table of `M`
 //! multiples per point for windows of `C` bits (`M = all`: every window in one set of buckets),
@@ -94,7 +95,15 @@ fn round_label(r: &Row) -> String {
         (FirstRound::Auto, _) => " auto".into(),
         (FirstRound::Xyzz, _) => String::new(),
     };
-    round + sort_label(r.sort)
+    round + sort_label(r.sort) + &batch_label(r.batch)
+}
+
+/// ` batches of 2^B` for a batch size other than the default, else nothing.
+fn batch_label(batch: usize) -> String {
+    if batch == MsmConfig::default().batch {
+        return String::new();
+    }
+    format!(" batches of 2^{}", batch.trailing_zeros())
 }
 
 /// ` direct sort` for [`Sort::Direct`], nothing for the default.
@@ -115,6 +124,8 @@ struct Row {
     first_round: FirstRound,
     batch_chains: Option<u32>,
     sort: Sort,
+    /// Most points per batch.
+    batch: usize,
     table: Option<(f64, u64)>,
     host_bases: bool,
     wall_ms: f64,
@@ -146,6 +157,8 @@ struct Sweep {
     first_rounds: Vec<(FirstRound, Option<u32>)>,
     /// Ways of writing the sorted entries.
     sorts: Vec<Sort>,
+    /// Most points per batch.
+    batches: Vec<usize>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -197,12 +210,13 @@ fn run<C: Curve>(
                 tabled = Some(t);
             }
             let rounds = sweep.first_rounds.iter().flat_map(|&r| sweep.sorts.iter().map(move |&s| (r, s)));
-            for ((first_round, batch_chains), sort) in rounds {
+            let rounds = rounds.flat_map(|rs| sweep.batches.iter().map(move |&batch| (rs, batch)));
+            for (((first_round, batch_chains), sort), batch) in rounds {
                 let (on_host, dev) = match plain_index {
                     Some(i) => (&stored[i].0, &stored[i].1),
                     None => (&false, tabled.as_ref().expect("a table was just built")),
                 };
-                let config = MsmConfig { window_bits, first_round, batch_chains, sort, ..b.msm_config() };
+                let config = MsmConfig { window_bits, first_round, batch_chains, sort, batch };
                 let call = |probe: &mut Probe| {
                     msm::msm_probed::<C>(gpu, &dev.msm_bases(), &dk.slice(..), &config, probe)
                 };
@@ -307,6 +321,7 @@ fn run<C: Curve>(
                     first_round,
                     batch_chains,
                     sort,
+                    batch,
                     table,
                     host_bases: *on_host,
                     wall_ms: median(walls),
@@ -370,6 +385,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             kinds: vec![false, true],
             first_rounds: vec![(defaults.first_round, None)],
             sorts: vec![defaults.sort],
+            batches: vec![defaults.batch],
         },
     };
     let mut it = args.iter();
@@ -430,6 +446,10 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     "binned" => Some(Sort::Binned),
                     _ => None,
                 })?;
+            }
+            "--batches" => {
+                o.sweep.batches =
+                    items(flag, v, |x| x.parse().ok().filter(|l| (1..=30).contains(l)).map(|l: u32| 1 << l))?;
             }
             _ => return Err(format!("unknown flag `{flag}`")),
         }
@@ -502,7 +522,8 @@ fn main() {
                     format!("batched affine{}", r.batch_chains.map_or(String::new(), |k| format!(" x{k}"))),
                 FirstRound::Xyzz => "xyzz".into(),
                 FirstRound::Auto => "auto".into(),
-            } + sort_label(r.sort),
+            } + sort_label(r.sort)
+                + &batch_label(r.batch),
             r.table.map_or("-".into(), |(ms, bytes)| format!(
                 "{}, {ms:.0}, {:.2}",
                 r.multiples,
@@ -518,7 +539,7 @@ fn main() {
             r.ark_ms.map_or("-".into(), |a| format!("{:.0}x", a / r.wall_ms)),
         );
     }
-    for r in rows.iter().filter(|r| r.log_n == 24 || r.log_n == 20) {
+    for r in rows.iter().filter(|r| r.log_n >= 20) {
         let parts: Vec<String> = r.breakdown.iter().map(|(n, t)| format!("{n} {t:.2}")).collect();
         println!(
             "{} 2^{} {} c={}{}{}{} kernels (ms): {}",
@@ -537,7 +558,7 @@ fn main() {
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"multiples\":{},\"batched_affine\":{},\"binned_sort\":{},\"host_bases\":{},\"wall_ms\":{},\"kernel_ms\":{},\"stream_ms\":{},\"stream_share\":{},\"ark_ms\":{}}}",
+                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"multiples\":{},\"batched_affine\":{},\"binned_sort\":{},\"batch\":{},\"host_bases\":{},\"wall_ms\":{},\"kernel_ms\":{},\"stream_ms\":{},\"stream_share\":{},\"ark_ms\":{}}}",
                     r.curve,
                     r.log_n,
                     r.bits,
@@ -545,6 +566,7 @@ fn main() {
                     r.multiples,
                     r.first_round == FirstRound::BatchAffine,
                     r.sort == Sort::Binned,
+                    r.batch,
                     r.host_bases,
                     r.wall_ms,
                     r.kernel_ms,
