@@ -7,10 +7,10 @@
 //! public inputs, the replica id's bits), then `challenges` blocks alike but for their variables,
 //! then `filler` rows alike but for their bit. So [`porep_shape`] records the circuit with two
 //! challenges and two filler rows, and lays the second challenge's rows out once per challenge and
-//! the first filler row once per filler bit, each moved to its own variables. The coefficient table
-//! is interned again in the order [`R1csShape::record`] meets the coefficients, so the result equals
-//! the recording of the whole circuit entry for entry: the tests compare the two, and every
-//! partition proved against the shape is checked row by row on the device.
+//! the first filler row once per filler bit, each moved to its own variables, in parallel. The
+//! coefficient table is interned again in the order [`R1csShape::record`] meets the coefficients,
+//! so the result equals the recording of the whole circuit entry for entry: the tests compare the
+//! two, and every partition proved against the shape is checked row by row on the device.
 
 use cuzk::synth::{Counts, R1csShape};
 use cuzk_circuits::{PorepLike, PorepParams};
@@ -31,50 +31,112 @@ pub(crate) fn porep_shape(params: PorepParams) -> Result<R1csShape, String> {
     let one = record(PorepParams { challenges: 1, filler: 0, ..params })?.counts();
     let two = record(PorepParams { challenges: 2, filler: 2, ..params })?;
     let layout = Layout::of(one, two.counts(), params)?;
+    let matrices = [two.a(), two.b(), two.c()].map(|csr| Template::of(csr, &layout));
+    // Recording interns a coefficient where it first meets it, matrix by matrix and row by row. Every
+    // challenge repeats the template's block and every filler bit its filler row, so the first
+    // meetings all lie in the prefix, the first block and (with filler) the first filler row.
     let mut table = Table::new(two.coefficients());
-    let mut parts: [(Vec<usize>, Vec<u32>, Vec<u32>); 3] = Default::default();
-    for (part, csr) in parts.iter_mut().zip([two.a(), two.b(), two.c()]) {
-        let rows: Vec<std::ops::Range<usize>> = {
-            let mut at = 0;
-            csr.row_lengths()
-                .map(|l| {
-                    at += l;
-                    at - l..at
-                })
-                .collect()
-        };
-        // Reserved at their final sizes: at 2^27 rows a matrix holds GiBs of entries.
-        let entries = |r: std::ops::Range<usize>| rows[r].iter().map(|x| x.len()).sum::<usize>();
-        let (pre, block) = (layout.prefix_rows, layout.block_rows);
-        let filler_row = entries(pre + 2 * block..pre + 2 * block + 1);
-        let total = entries(0..pre)
-            + params.challenges * entries(pre + block..pre + 2 * block)
-            + params.filler * filler_row;
-        part.0.reserve_exact(layout.counts.constraints);
-        part.1.reserve_exact(total);
-        part.2.reserve_exact(total);
-        let mut put = |row: usize, block: Block| -> Result<(), String> {
-            let range = rows[row].clone();
-            part.0.push(range.len());
-            for e in range {
-                part.1.push(layout.column(csr.columns()[e] as usize, block)?);
-                part.2.push(table.index(csr.coefficient_indices()[e] as usize)?);
-            }
-            Ok(())
-        };
-        for row in 0..layout.prefix_rows {
-            put(row, Block::Prefix)?;
-        }
-        for challenge in 0..params.challenges {
-            for row in 0..layout.block_rows {
-                put(layout.prefix_rows + layout.block_rows + row, Block::Challenge(challenge))?;
-            }
-        }
-        for bit in 0..params.filler {
-            put(layout.prefix_rows + 2 * layout.block_rows, Block::Filler(bit))?;
+    for m in &matrices {
+        let filler = if params.filler > 0 { m.filler.clone() } else { 0..0 };
+        for e in m.prefix.clone().chain(m.block.clone()).chain(filler) {
+            table.index(m.csr.coefficient_indices()[e] as usize)?;
         }
     }
-    R1csShape::from_parts(layout.counts, table.into_table(), parts).map_err(|e| e.to_string())
+    let parts = matrices.map(|m| m.tile(&layout, &table, params));
+    let [a, b, c] = parts;
+    R1csShape::from_parts(layout.counts, table.into_table(), [a?, b?, c?]).map_err(|e| e.to_string())
+}
+
+/// A matrix as [`R1csShape::from_parts`] takes it: row lengths, variable and coefficient index per entry.
+type MatrixParts = (Vec<usize>, Vec<u32>, Vec<u32>);
+
+/// One matrix of the two-challenge recording: where its prefix, second challenge block and first
+/// filler row lie among its entries, the template of the target's rows.
+struct Template<'a> {
+    csr: &'a cuzk::synth::Csr,
+    /// Row lengths of the prefix, of one block and of one filler row.
+    lengths: [Vec<usize>; 3],
+    prefix: std::ops::Range<usize>,
+    block: std::ops::Range<usize>,
+    filler: std::ops::Range<usize>,
+}
+
+impl<'a> Template<'a> {
+    fn of(csr: &'a cuzk::synth::Csr, layout: &Layout) -> Self {
+        let lengths: Vec<usize> = csr.row_lengths().collect();
+        let (pre, block) = (layout.prefix_rows, layout.block_rows);
+        let rows = [0..pre, pre + block..pre + 2 * block, pre + 2 * block..pre + 2 * block + 1];
+        let entries = |r: &std::ops::Range<usize>| {
+            let start: usize = lengths[..r.start].iter().sum();
+            start..start + lengths[r.clone()].iter().sum::<usize>()
+        };
+        let [prefix, block_entries, filler] = rows.clone().map(|r| entries(&r));
+        Self { csr, lengths: rows.map(|r| lengths[r].to_vec()), prefix, block: block_entries, filler }
+    }
+
+    /// The target's matrix: the prefix as it is, the block once per challenge and the filler row
+    /// once per filler bit, each moved to its own variables; the blocks and filler rows are laid out
+    /// in parallel, each straight into its place.
+    fn tile(&self, layout: &Layout, table: &Table<'_>, params: PorepParams) -> Result<MatrixParts, String> {
+        use rayon::prelude::*;
+        let (prefix_n, block_n, filler_n) = (self.prefix.len(), self.block.len(), self.filler.len());
+        let total = prefix_n + params.challenges * block_n + params.filler * filler_n;
+        let mut lengths = Vec::with_capacity(layout.counts.constraints);
+        lengths.extend_from_slice(&self.lengths[0]);
+        for _ in 0..params.challenges {
+            lengths.extend_from_slice(&self.lengths[1]);
+        }
+        for _ in 0..params.filler {
+            lengths.extend_from_slice(&self.lengths[2]);
+        }
+        // Zeroed lazily by the allocator and first written by the thread that fills each piece: at
+        // 2^27 rows a matrix holds GiBs of entries.
+        let (mut columns, mut coefficients) = (vec![0u32; total], vec![0u32; total]);
+        let coefficients_of = |r: &std::ops::Range<usize>| -> Result<Vec<u32>, String> {
+            self.csr.coefficient_indices()[r.clone()].iter().map(|&k| table.lookup(k as usize)).collect()
+        };
+        let fill = |range: &std::ops::Range<usize>,
+                    block: Block,
+                    columns: &mut [u32],
+                    coefficients: &mut [u32],
+                    template: &[u32]|
+         -> Result<(), String> {
+            for (to, &from) in columns.iter_mut().zip(&self.csr.columns()[range.clone()]) {
+                *to = layout.column(from as usize, block)?;
+            }
+            coefficients.copy_from_slice(template);
+            Ok(())
+        };
+        let (pre_columns, rest_columns) = columns.split_at_mut(prefix_n);
+        let (pre_coefficients, rest_coefficients) = coefficients.split_at_mut(prefix_n);
+        fill(&self.prefix, Block::Prefix, pre_columns, pre_coefficients, &coefficients_of(&self.prefix)?)?;
+        let (block_columns, filler_columns) = rest_columns.split_at_mut(params.challenges * block_n);
+        let (block_coefficients, filler_coefficients) =
+            rest_coefficients.split_at_mut(params.challenges * block_n);
+        for (range, n, columns, coefficients, block) in [
+            (&self.block, block_n, block_columns, block_coefficients, Block::Challenge as fn(usize) -> Block),
+            (&self.filler, filler_n, filler_columns, filler_coefficients, Block::Filler),
+        ] {
+            if n == 0 || columns.is_empty() {
+                continue;
+            }
+            let template = coefficients_of(range)?;
+            // Filler rows have a few entries each: many of them to a task.
+            let per_task = (1usize << 16).div_ceil(n);
+            columns
+                .par_chunks_mut(n * per_task)
+                .zip(coefficients.par_chunks_mut(n * per_task))
+                .enumerate()
+                .try_for_each(|(task, (columns, coefficients))| {
+                let rows = columns.chunks_mut(n).zip(coefficients.chunks_mut(n));
+                for (i, (columns, coefficients)) in rows.enumerate() {
+                    fill(range, block(task * per_task + i), columns, coefficients, &template)?;
+                }
+                Ok::<(), String>(())
+            })?;
+        }
+        Ok((lengths, columns, coefficients))
+    }
 }
 
 /// Which rows of the target a template row is laid out for.
@@ -171,6 +233,15 @@ impl<'a> Table<'a> {
             self.table.push(self.template[k]);
             (self.table.len() - 1) as u32
         }))
+    }
+
+    /// The target index of template coefficient `k`, which [`Table::index`] must have met.
+    fn lookup(&self, k: usize) -> Result<u32, String> {
+        self.index
+            .get(k)
+            .copied()
+            .flatten()
+            .ok_or_else(|| format!("coefficient {k} is not where the two-challenge recording first meets it"))
     }
 
     fn into_table(self) -> Vec<ark_bls12_381::Fr> {
