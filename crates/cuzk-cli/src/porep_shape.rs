@@ -33,8 +33,9 @@ pub(crate) fn porep_shape(params: PorepParams) -> Result<R1csShape, String> {
     let layout = Layout::of(one, two.counts(), params)?;
     let matrices = [two.a(), two.b(), two.c()].map(|csr| Template::of(csr, &layout));
     // Recording interns a coefficient where it first meets it, matrix by matrix and row by row. Every
-    // challenge repeats the template's block and every filler bit its filler row, so the first
-    // meetings all lie in the prefix, the first block and (with filler) the first filler row.
+    // challenge repeats the template block (the recording's second) and every filler bit the
+    // template filler row, so the first meetings all lie in the prefix, the template block and (with
+    // filler) the template filler row.
     let mut table = Table::new(two.coefficients());
     for m in &matrices {
         let filler = if params.filler > 0 { m.filler.clone() } else { 0..0 };
@@ -50,8 +51,8 @@ pub(crate) fn porep_shape(params: PorepParams) -> Result<R1csShape, String> {
 /// A matrix as [`R1csShape::from_parts`] takes it: row lengths, variable and coefficient index per entry.
 type MatrixParts = (Vec<usize>, Vec<u32>, Vec<u32>);
 
-/// One matrix of the two-challenge recording: where its prefix, second challenge block and first
-/// filler row lie among its entries, the template of the target's rows.
+/// One matrix of the two-challenge recording, as the template of the target's rows: where its
+/// prefix, its second challenge's block and its first filler row lie among its entries.
 struct Template<'a> {
     csr: &'a cuzk::synth::Csr,
     /// Row lengths of the prefix, of one block and of one filler row.
@@ -89,8 +90,8 @@ impl<'a> Template<'a> {
         for _ in 0..params.filler {
             lengths.extend_from_slice(&self.lengths[2]);
         }
-        // Zeroed lazily by the allocator and first written by the thread that fills each piece: at
-        // 2^27 rows a matrix holds GiBs of entries.
+        // Zeroed lazily by the allocator, the blocks and filler rows first written by the thread
+        // that fills them: at 2^27 rows a matrix holds GiBs of entries.
         let (mut columns, mut coefficients) = (vec![0u32; total], vec![0u32; total]);
         let coefficients_of = |r: &std::ops::Range<usize>| -> Result<Vec<u32>, String> {
             self.csr.coefficient_indices()[r.clone()].iter().map(|&k| table.lookup(k as usize)).collect()
@@ -121,7 +122,7 @@ impl<'a> Template<'a> {
                 continue;
             }
             let template = coefficients_of(range)?;
-            // Filler rows have a few entries each: many of them to a task.
+            // About 2^16 entries to a task: many filler rows (a few entries each) or small blocks.
             let per_task = (1usize << 16).div_ceil(n);
             columns
                 .par_chunks_mut(n * per_task)
