@@ -43,8 +43,7 @@ pub(crate) fn porep_shape(params: PorepParams) -> Result<R1csShape, String> {
             table.index(m.csr.coefficient_indices()[e] as usize)?;
         }
     }
-    let parts = matrices.map(|m| m.tile(&layout, &table, params));
-    let [a, b, c] = parts;
+    let [a, b, c] = matrices.map(|m| m.tile(&layout, &table, params));
     R1csShape::from_parts(layout.counts, table.into_table(), [a?, b?, c?]).map_err(|e| e.to_string())
 }
 
@@ -118,7 +117,8 @@ impl<'a> Template<'a> {
             (&self.block, block_n, block_columns, block_coefficients, Block::Challenge as fn(usize) -> Block),
             (&self.filler, filler_n, filler_columns, filler_coefficients, Block::Filler),
         ] {
-            if n == 0 || columns.is_empty() {
+            // No challenges or filler bits, or rows without entries.
+            if columns.is_empty() {
                 continue;
             }
             let template = coefficients_of(range)?;

@@ -125,6 +125,8 @@ fn points_on<P: SWCurveConfig>(
         for (((p, t), &keep), inv) in out.iter_mut().zip(&offsets).zip(present).zip(&inverses) {
             *p = if !keep {
                 Affine::zero()
+            } else if t.is_zero() {
+                b
             } else if inv.is_zero() {
                 (base + t).into_affine()
             } else {
