@@ -263,6 +263,9 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
         for (device, t) in key.msm_tables() {
             eprintln!("note: GPU {device}: {t}");
         }
+        for (device, b) in key.msm_batches() {
+            eprintln!("note: GPU {device}: {b}");
+        }
         for m in key.device_memory() {
             eprintln!("note: {m}");
         }

@@ -310,7 +310,7 @@ fn run<C: Curve>(
                 first = false;
                 let plan = match dev.table() {
                     Some(t) => Plan::with_multiples(n.min(config.batch), t.window_bits, t.multiples)?,
-                    None => Plan::new(n.min(config.batch), config.window_bits)?,
+                    None => Plan::for_curve(C::ID, n.min(config.batch), config.window_bits)?,
                 };
                 rows.push(Row {
                     curve: C::NAME,

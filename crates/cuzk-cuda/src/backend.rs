@@ -337,6 +337,9 @@ impl CudaBackend {
     /// shelf and no proof with this key allocates MSM memory. Returns the device bytes the MSM buffers
     /// hold now. Call it before [`CudaBackend::reserve_partition_slots`], which counts the memory left.
     pub fn reserve_msm_workspace(&self, key: &PreparedKey<CudaBackend>) -> Result<usize, CudaError> {
+        // The shelves keep what this key's MSMs take, however large, instead of freeing the excess.
+        let scratch = self.gpu.scratch();
+        scratch.keep_at_least(scratch.owned_bytes().saturating_add(self.msm_workspace_estimate(key)?));
         let g1 = key.g1_bases();
         let g2 = key.g2_bases();
         let longest = g1.iter().map(|b| b.msm_bases().scalars()).chain([g2.msm_bases().scalars()]).max();

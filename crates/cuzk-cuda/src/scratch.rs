@@ -90,6 +90,11 @@ impl<B> Shelves<B> {
         }
     }
 
+    /// Keeps at least `bytes` of free buffers from now on.
+    pub(crate) fn keep_at_least(&mut self, bytes: usize) {
+        self.kept_bytes = self.kept_bytes.max(bytes);
+    }
+
     /// Puts a buffer back on its shelf; hands it back to be freed when the shelves hold enough.
     pub(crate) fn give(&mut self, key: Key, bytes: usize, b: B) -> Option<B> {
         let shelf = self.shelves.entry(key).or_default();
@@ -198,6 +203,12 @@ impl Scratch {
     /// Device bytes of the MSM buffers in existence, on the shelves or in use.
     pub fn owned_bytes(&self) -> usize {
         self.lock().owned_bytes
+    }
+
+    /// Keeps at least `bytes` of free buffers on the shelves from now on (at first
+    /// [`KEPT_BYTES`]): a key whose reserve holds more keeps it all between proofs.
+    pub(crate) fn keep_at_least(&self, bytes: usize) {
+        self.lock().keep_at_least(bytes);
     }
 }
 
@@ -313,5 +324,14 @@ mod tests {
         assert_eq!(s.take(key(3), 5, SPARE), None);
         s.failed(key(3), 5);
         assert_eq!(s.owned_bytes, 90);
+        // Kept to at least 130 bytes (a larger key's reserve), the fourth buffer stays; the limit
+        // never shrinks.
+        s.keep_at_least(130);
+        s.keep_at_least(10);
+        assert_eq!(s.take(key(2), 40, SPARE), None);
+        assert_eq!(s.give(key(2), 40, 8), None);
+        assert_eq!((s.owned_bytes, s.free_bytes), (130, 130));
+        assert_eq!(s.take(key(4), 1, SPARE), None);
+        assert_eq!(s.give(key(4), 1, 9), Some(9));
     }
 }

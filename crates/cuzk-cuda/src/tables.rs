@@ -47,19 +47,52 @@ impl std::fmt::Display for TableReport {
     }
 }
 
-/// What the workspace count needs of one of a key's MSMs: its curve, kept points, table and
-/// whether its bases are in host memory.
+/// An MSM given larger batches than the backend's [`crate::MsmConfig::batch`] by
+/// [`CudaBackend::widen_batches`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchReport {
+    /// Which of the key's MSMs: `h`, `l`, `b_g2`, `a`, `b_g1`.
+    pub msm: &'static str,
+    /// Most points per batch now.
+    pub batch: usize,
+    /// Batches per MSM now.
+    pub batches: usize,
+    /// The batches' window width.
+    pub window_bits: u32,
+}
+
+impl std::fmt::Display for BatchReport {
+    /// One sentence: `MSM h: 1 batch of 134217727 points at 20-bit windows`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = if self.batches == 1 { "" } else { "es" };
+        write!(
+            f,
+            "MSM {}: {} batch{s} of {} points at {}-bit windows",
+            self.msm, self.batches, self.batch, self.window_bits
+        )
+    }
+}
+
+/// What the workspace count needs of one of a key's MSMs: its curve, kept points, table, batch size
+/// of its own and whether its bases are in host memory.
 #[derive(Debug, Clone, Copy)]
 struct MsmShape {
     curve: CurveId,
     points: usize,
     table: Option<Table>,
+    batch: Option<usize>,
     host: bool,
 }
 
 impl MsmShape {
     fn of<C: Curve>(bases: &GpuBases<C>) -> Self {
-        Self { curve: C::ID, points: bases.kept(), table: bases.table(), host: !bases.is_resident() }
+        Self {
+            curve: C::ID,
+            points: bases.kept(),
+            table: bases.table(),
+            batch: bases.batch(),
+            host: !bases.is_resident(),
+        }
     }
 }
 
@@ -76,12 +109,15 @@ impl CudaBackend {
     /// [`CudaBackend::reserve_msm_workspace`] has run (an upper bound, counted from their plans).
     fn workspace_for(&self, shapes: &[MsmShape]) -> Result<usize, CudaError> {
         let sms = self.gpu().info().multiprocessors.max(1) as u32;
-        let config = self.msm_config();
         let takes = shapes
             .iter()
-            .map(|s| match s.curve {
-                CurveId::G1 => msm::msm_takes::<G1>(sms, s.points, s.table, s.host, &config),
-                CurveId::G2 => msm::msm_takes::<G2>(sms, s.points, s.table, s.host, &config),
+            .map(|s| {
+                let config = self.msm_config();
+                let config = crate::MsmConfig { batch: s.batch.unwrap_or(config.batch), ..config };
+                match s.curve {
+                    CurveId::G1 => msm::msm_takes::<G1>(sms, s.points, s.table, s.host, &config),
+                    CurveId::G2 => msm::msm_takes::<G2>(sms, s.points, s.table, s.host, &config),
+                }
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(msm::shelved_bytes(&takes))
@@ -134,6 +170,7 @@ impl CudaBackend {
         keep_free: usize,
         (batch, min_points): (usize, usize),
     ) -> Result<Option<TableReport>, CudaError> {
+        let batch = bases.batch().unwrap_or(batch);
         if !bases.is_resident() || bases.kept().min(batch) < min_points.max(1) {
             return Ok(None);
         }
@@ -158,6 +195,67 @@ impl CudaBackend {
                 device_bytes: bases.device_bytes(),
                 build: start.elapsed(),
             }));
+        }
+        Ok(None)
+    }
+    /// Gives `key`'s MSMs batches larger than the backend's [`crate::MsmConfig::batch`] while device
+    /// memory allows, keeping `keep_free` bytes free beyond the MSMs' own buffers (as
+    /// [`CudaBackend::precompute_tables`], after which it runs: the tables are worth more than the
+    /// batches). Fewer batches mean fewer bucket reductions and less of the sort left out of the
+    /// overlap with the sums, and wider default windows for G1 ([`crate::msm::WIDE_WINDOW_FROM`]):
+    /// on the H200, G1 2^27 random in one batch at 20 bits 718.8 ms against 839.5 in batches of 2^24;
+    /// 2^26 with a table 332.4 against 339.4 (docs/benchmarks/cuda-msm.md). The MSMs are served in
+    /// the order of [`CudaBackend::precompute_tables`]; each takes the fewest batches whose buffers
+    /// fit (a count of `2^j`, batches of `ceil(kept / 2^j)` points), or keeps its own. Call it before
+    /// [`CudaBackend::reserve_msm_workspace`]. Returns one line per MSM given larger batches.
+    pub fn widen_batches(
+        &self,
+        key: &mut PreparedKey<CudaBackend>,
+        keep_free: usize,
+    ) -> Result<Vec<BatchReport>, CudaError> {
+        let mut shapes = shapes(key);
+        let (g1, g2) = key.bases_mut();
+        let [a, b_g1, l, h] = g1;
+        let mut reports = Vec::new();
+        for (i, msm, bases) in [(0, "h", h), (1, "l", l)] {
+            reports.extend(self.widen_one::<G1>(msm, bases, (i, &mut shapes), keep_free)?);
+        }
+        reports.extend(self.widen_one::<G2>("b_g2", g2, (2, &mut shapes), keep_free)?);
+        for (i, msm, bases) in [(3, "a", a), (4, "b_g1", b_g1)] {
+            reports.extend(self.widen_one::<G1>(msm, bases, (i, &mut shapes), keep_free)?);
+        }
+        Ok(reports)
+    }
+
+    /// Gives `bases`, the MSM at `index` of `shapes`, the fewest batches whose buffers (the key's, with
+    /// those batches) fit beside `keep_free` bytes, and records them in `shapes`.
+    fn widen_one<C: Curve>(
+        &self,
+        msm: &'static str,
+        bases: &mut GpuBases<C>,
+        (index, shapes): (usize, &mut [MsmShape; 5]),
+        keep_free: usize,
+    ) -> Result<Option<BatchReport>, CudaError> {
+        let config = self.msm_config();
+        let now = bases.batch().unwrap_or(config.batch);
+        let kept = bases.kept();
+        if !bases.is_resident() || kept <= now {
+            return Ok(None);
+        }
+        let (free, _) = self.gpu().memory()?;
+        let candidates = (0..usize::BITS).map(|j| kept.div_ceil(1 << j)).take_while(|&b| b > now);
+        for batch in candidates {
+            let mut with = *shapes;
+            with[index].batch = Some(batch);
+            // A batch the sort refuses (2^32 entries and more) is no candidate.
+            let Ok(workspace) = self.workspace_for(&with) else { continue };
+            if workspace.saturating_add(keep_free) > free {
+                continue;
+            }
+            bases.set_batch(Some(batch))?;
+            shapes[index].batch = Some(batch);
+            let (plan, _, _) = msm::plan_for::<C>(kept, bases.table(), Some(batch), &config)?;
+            return Ok(Some(BatchReport { msm, batch, batches: kept.div_ceil(batch), window_bits: plan.c }));
         }
         Ok(None)
     }

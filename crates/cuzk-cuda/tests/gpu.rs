@@ -694,6 +694,21 @@ fn msm_large_sizes_match_the_closed_form() {
         assert_eq!(got.into_affine(), closed_form(&k, r, s).into_affine(), "2^24, table c = {c}, m = {m}");
     }
     drop(d);
+    // Batches of the bases' own size: 2^25 + 3 points in one batch (G1's default window is 20 bits
+    // from 2^25 points), in two, and in batches of 2^20 over the backend's 2^24.
+    drop(b);
+    let n = (1 << 25) + 3;
+    let (b, r, s) = progression::<G1Projective>(n, &mut rng);
+    let k = scalars(Scalars::Random, n, &mut rng);
+    let expected = closed_form(&k, r, s).into_affine();
+    let mut d = gpu.upload_bases_to::<G1>(&b, Residency::Device).unwrap();
+    assert!(d.set_batch(Some(0)).is_err());
+    for batch in [Some(n), Some(n.div_ceil(2)), Some(1 << 20), None] {
+        d.set_batch(batch).unwrap();
+        let got = gpu.msm_host(&d, &k).unwrap();
+        assert_eq!(got.into_affine(), expected, "2^25 + 3, batches of {batch:?}");
+    }
+    drop((d, b));
     let (b2, r2, s2) = progression::<G2Projective>((1 << 22) + 1, &mut rng);
     for (n, kind) in [((1 << 20) - 1, Scalars::Random), ((1 << 22) + 1, Scalars::Bits)] {
         let k = scalars(kind, n, &mut rng);
@@ -702,6 +717,67 @@ fn msm_large_sizes_match_the_closed_form() {
 }
 
 // ---- Groth16 ----
+
+#[test]
+fn widened_batches_fit_the_memory_given_and_proofs_stay_equal() {
+    let mut rng = seeded_rng("groth16_batches");
+    // Batches of 256 points, so that a small key's MSMs have many and can be given fewer.
+    let gpu = backend().with_msm_config(MsmConfig { batch: 256, ..MsmConfig::default() });
+    let circuit = Synthetic::with_log_rows(12, rng.gen()).with_bit_share(400);
+    let pk = keygen(circuit, &mut rng);
+    let cpu_key = PreparedKey::new(&CpuBackend, pk.clone()).unwrap();
+    let mut key = PreparedKey::new(&gpu, pk).unwrap();
+    let syn = synthesize(circuit, &SynthesisOptions::default()).unwrap();
+    let options = ProveOptions::default();
+    let prove_both = |key: &PreparedKey<CudaBackend>, rng: &mut StdRng, what: &str| {
+        let (r, s) = (Fr::rand(rng), Fr::rand(rng));
+        let (on_gpu, _) = prove(&gpu, key, &syn, r, s, &options).unwrap();
+        let (on_cpu, _) = prove(&CpuBackend, &cpu_key, &syn, r, s, &options).unwrap();
+        assert_eq!(on_gpu, on_cpu, "{what}");
+    };
+    // Many batches per MSM: the buffers they keep come within the count from their plans, and no
+    // proof allocates more.
+    let (before, narrow) = (gpu.gpu().scratch().owned_bytes(), gpu.msm_workspace_estimate(&key).unwrap());
+    let added = gpu.reserve_msm_workspace(&key).unwrap() - before;
+    eprintln!("batches of 256: {added} bytes of MSM buffers, counted {narrow}");
+    assert!(added <= narrow && narrow <= added / 2 * 3 + (16 << 20), "{added} bytes, counted {narrow}");
+    let misses = gpu.gpu().scratch().misses();
+    prove_both(&key, &mut rng, "batches of 256");
+    assert_eq!(
+        gpu.gpu().scratch().misses(),
+        misses,
+        "a proof allocated MSM buffers the reserve did not make"
+    );
+    // No room left: nothing changes.
+    let (free, _) = gpu.gpu().memory().unwrap();
+    assert!(gpu.widen_batches(&mut key, free).unwrap().is_empty());
+    // Room: every MSM of more than 256 points takes one batch, and says so.
+    let reports = gpu.widen_batches(&mut key, 0).unwrap();
+    let names = ["a", "b_g1", "l", "h"];
+    let mut kept: Vec<(&str, usize)> =
+        names.into_iter().zip(key.g1_bases().iter().map(|b| b.kept())).collect();
+    kept.push(("b_g2", key.g2_bases().kept()));
+    for (msm, points) in kept {
+        match reports.iter().find(|r| r.msm == msm) {
+            Some(r) => assert_eq!((r.batch, r.batches), (points, 1), "{r}"),
+            None => assert!(points <= 256, "{msm}: {points} points left in batches of 256"),
+        }
+    }
+    assert!(!reports.is_empty());
+    eprintln!("{}", reports.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("; "));
+    let (before, wide) = (gpu.gpu().scratch().owned_bytes(), gpu.msm_workspace_estimate(&key).unwrap());
+    let added = gpu.reserve_msm_workspace(&key).unwrap() - before;
+    assert!(added <= wide, "one batch each: {added} bytes of MSM buffers added, counted {wide}");
+    let misses = gpu.gpu().scratch().misses();
+    for round in 0..2 {
+        prove_both(&key, &mut rng, &format!("one batch per MSM, round {round}"));
+    }
+    assert_eq!(
+        gpu.gpu().scratch().misses(),
+        misses,
+        "a proof allocated MSM buffers the reserve did not make"
+    );
+}
 
 #[test]
 fn groth16_proofs_on_the_gpu_equal_the_cpu_backends() {

@@ -140,7 +140,8 @@ pub struct KeyView {
     pub host_bytes: u64,
     /// What the key's pipeline does less well than configured.
     pub degradations: Vec<cuzk::Degradation>,
-    /// The MSMs given tables of precomputed multiples, one sentence each.
+    /// The MSMs given tables of precomputed multiples, then those given larger batches, one
+    /// sentence each.
     pub msm_tables: Vec<String>,
 }
 

@@ -37,6 +37,8 @@ pub(crate) struct CudaKey {
     pub(crate) backend: Arc<CudaBackend>,
     /// The MSMs given tables of precomputed multiples on this GPU.
     pub(crate) tables: Vec<cuzk_cuda::TableReport>,
+    /// The MSMs given larger batches than the backend's on this GPU.
+    pub(crate) batches: Vec<cuzk_cuda::BatchReport>,
     /// Device bytes of the MSMs' buffers once reserved for this key (on shelves shared with the
     /// device's other keys), and free device memory when the key was loaded.
     pub(crate) memory: KeyMemory,
@@ -70,31 +72,36 @@ impl std::fmt::Display for KeyMemory {
     }
 }
 
-/// Partitions' buffers a key's MSM tables leave room for on each GPU (two GPU workers, each with one
-/// partition uploading while one proves).
-const TABLE_KEEP_SLOTS: usize = 4;
+/// Partitions' buffers a key's MSM tables and batches leave room for on each GPU: a pipeline reserves
+/// one per GPU worker (`cuzk_sched::Config::gpu_workers_per_device`, 2 by default), the scheduler's
+/// memory lock holding one while a partition uploads into it and the kernel lock letting the other
+/// worker's partition prove. A pipeline with more workers per device than that gets fewer slots than
+/// workers on a device the tables filled ([`crate::Degradation::FewerSlots`]).
+const TABLE_KEEP_SLOTS: usize = 2;
 
 impl CudaKey {
     /// Makes `pk` resident on `backend`'s GPU with the MSMs' buffers and one partition's device
     /// buffers reserved: a key whose partitions cannot fit beside it is refused here, and proofs
-    /// allocate nothing. With `tables: Some(keep)`, the MSMs get tables of precomputed multiples in
-    /// the memory that `keep` bytes (a recorded shape to come) and [`TABLE_KEEP_SLOTS`] partitions
-    /// leave ([`CudaBackend::precompute_tables`]).
+    /// allocate nothing. With `tables: Some(keep)`, the MSMs get tables of precomputed multiples, then
+    /// batches larger than the backend's, in the memory that `keep` bytes (a recorded shape to come)
+    /// and [`TABLE_KEEP_SLOTS`] partitions leave ([`CudaBackend::precompute_tables`],
+    /// [`CudaBackend::widen_batches`]).
     pub(crate) fn load(
         backend: &Arc<CudaBackend>,
         pk: ProvingKey<Bls12_381>,
         tables: Option<usize>,
     ) -> Result<Self, Error> {
         let mut key = PreparedKey::new(&**backend, pk)?;
-        let tables = if let Some(keep) = tables {
+        let (tables, batches) = if let Some(keep) = tables {
             let slot = cuzk_cuda::arena::slot_bytes(key.domain_size(), key.variables());
             let keep = slot.saturating_mul(TABLE_KEEP_SLOTS).saturating_add(keep);
             let built = backend
                 .precompute_tables(&mut key, keep, cuzk_cuda::TABLE_MIN_POINTS)
                 .map_err(|e| device_error("precompute_tables", e))?;
+            let device = backend.gpu().info().ordinal;
             for t in &built {
                 tracing::info!(
-                    device = backend.gpu().info().ordinal,
+                    device,
                     msm = t.msm,
                     window_bits = t.table.window_bits,
                     multiples = t.table.multiples,
@@ -103,9 +110,21 @@ impl CudaKey {
                     "MSM table built"
                 );
             }
-            built
+            let batches =
+                backend.widen_batches(&mut key, keep).map_err(|e| device_error("widen_batches", e))?;
+            for b in &batches {
+                tracing::info!(
+                    device,
+                    msm = b.msm,
+                    batch = b.batch,
+                    batches = b.batches,
+                    window_bits = b.window_bits,
+                    "MSM batches widened"
+                );
+            }
+            (built, batches)
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         let workspace =
             backend.reserve_msm_workspace(&key).map_err(|e| device_error("reserve_msm_workspace", e))?;
@@ -122,7 +141,7 @@ impl CudaKey {
             free = memory.free,
             "key resident"
         );
-        Ok(Self { key, backend: backend.clone(), tables, memory })
+        Ok(Self { key, backend: backend.clone(), tables, batches, memory })
     }
 }
 
@@ -459,6 +478,18 @@ impl Key {
             .flat_map(|k| {
                 let device = k.backend.gpu().info().ordinal;
                 k.tables.iter().map(move |t| (device, t.clone()))
+            })
+            .collect()
+    }
+
+    /// The MSMs given larger batches than the backend's, per GPU ordinal (none on the CPU backend, or
+    /// with [`crate::Config::msm_tables`] off): which MSM, its batch size and count, and their window.
+    pub fn msm_batches(&self) -> Vec<(usize, cuzk_cuda::BatchReport)> {
+        let KeyInner::Cuda(keys) = &*self.inner else { return Vec::new() };
+        keys.iter()
+            .flat_map(|k| {
+                let device = k.backend.gpu().info().ordinal;
+                k.batches.iter().map(move |b| (device, b.clone()))
             })
             .collect()
     }

@@ -58,6 +58,9 @@ pub struct GpuBases<C: Curve> {
     /// With a table: the window width it was built for and the multiples per point (`points` then
     /// holds `kept * multiples` points, point-major).
     table: Option<Table>,
+    /// Most points per batch of an MSM on these bases, where it was chosen for them
+    /// ([`GpuBases::set_batch`]); `None` leaves it to the [`crate::MsmConfig`] of the call.
+    batch: Option<usize>,
 }
 
 /// The precomputed multiples of [`GpuBases`], as [`GpuBases::table`] reports them.
@@ -77,7 +80,7 @@ impl<C: Curve> GpuBases<C> {
             Stored::Host(p) => Points::Host(p),
         };
         if self.kept == 0 {
-            return MsmBases { points, select: None, len: 0, scalars: self.len, table: None };
+            return MsmBases { points, select: None, len: 0, scalars: self.len, table: None, batch: None };
         }
         MsmBases {
             points,
@@ -85,7 +88,23 @@ impl<C: Curve> GpuBases<C> {
             len: self.kept,
             scalars: self.len,
             table: self.table,
+            batch: self.batch,
         }
+    }
+
+    /// Sets the most points per batch of MSMs on these bases, over the [`crate::MsmConfig::batch`] of
+    /// the call (`None` goes back to that). Fails on `Some(0)`.
+    pub fn set_batch(&mut self, batch: Option<usize>) -> Result<(), CudaError> {
+        if batch == Some(0) {
+            return Err(CudaError::Size { op: "msm", size: 0, reason: "batch size must be positive" });
+        }
+        self.batch = batch;
+        Ok(())
+    }
+
+    /// The most points per batch chosen for these bases ([`GpuBases::set_batch`]), if any.
+    pub fn batch(&self) -> Option<usize> {
+        self.batch
     }
 
     /// Replaces the resident points by a table of `multiples` multiples per point, `2^(c·j)·P` for
@@ -216,7 +235,7 @@ pub(crate) fn upload<C: Curve>(
     let kept = host.len();
     if kept == 0 {
         let points = Stored::Device(gpu.zeros(stream, 1)?);
-        return Ok(GpuBases { points, select: None, kept, len, table: None });
+        return Ok(GpuBases { points, select: None, kept, len, table: None, batch: None });
     }
     let select = select.map(|s| gpu.upload(stream, &s)).transpose()?;
     let bytes = std::mem::size_of_val(host.as_slice());
@@ -235,7 +254,7 @@ pub(crate) fn upload<C: Curve>(
         pinned.as_mut_slice().during("filling pinned bases")?.copy_from_slice(&host);
         Stored::Host(pinned)
     };
-    Ok(GpuBases { points, select, kept, len, table: None })
+    Ok(GpuBases { points, select, kept, len, table: None, batch: None })
 }
 
 /// Where an MSM's bases are.
@@ -266,6 +285,8 @@ pub struct MsmBases<'a, C: Curve> {
     scalars: usize,
     /// With a table: its window width and multiples per point.
     pub(crate) table: Option<Table>,
+    /// Most points per batch, over the call's [`crate::MsmConfig::batch`].
+    pub(crate) batch: Option<usize>,
 }
 
 impl<'a, C: Curve> MsmBases<'a, C> {
@@ -277,6 +298,7 @@ impl<'a, C: Curve> MsmBases<'a, C> {
             len: points.len(),
             scalars: points.len(),
             table: None,
+            batch: None,
         }
     }
 
@@ -288,6 +310,7 @@ impl<'a, C: Curve> MsmBases<'a, C> {
             len: points.len(),
             scalars: points.len(),
             table: None,
+            batch: None,
         }
     }
 

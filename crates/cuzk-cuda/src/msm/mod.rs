@@ -4,7 +4,7 @@
 //! the [window combination](window) on the host.
 //!
 //! [`msm_start`] is the driver: it cuts a large MSM into batches of at most [`MsmConfig::batch`]
-//! points. Each batch is sorted on the side stream and summed on the compute stream, so batch `i + 1`
+//! points (or the bases' own batch size, [`GpuBases::set_batch`]). Each batch is sorted on the side stream and summed on the compute stream, so batch `i + 1`
 //! is sorted while batch `i` is summed. Host-resident bases are uploaded per batch on the copy stream
 //! into one of two device buffers while the other is in use. A batch's window sums (a few XYZZ points)
 //! are copied into one of two pinned host buffers; the host waits for batch `i`'s copy only after
@@ -26,7 +26,9 @@ pub use cuzk_field::{Curve, G1, G2};
 
 pub(crate) use bases::{upload as upload_bases, MSM_RESERVE};
 pub use bases::{GpuBases, MsmBases, Points, Residency, Table};
-pub use plan::{batch_affine_from, FirstRound, MsmConfig, Plan, Sort, MAX_WINDOW_BITS};
+pub use plan::{
+    batch_affine_from, FirstRound, MsmConfig, Plan, Sort, MAX_WINDOW_BITS, WIDE_WINDOW_BITS, WIDE_WINDOW_FROM,
+};
 pub(crate) use workspace::{msm_takes, shelved_bytes};
 
 use crate::gpu::ResultBuffer;
@@ -93,21 +95,24 @@ impl<C: Curve> std::fmt::Debug for PendingMsm<'_, C> {
     }
 }
 
-/// The plan of an MSM over `n` points (`n` > 0), with `table`'s multiples per
-/// point or none: the plan of its batches, the multiples per point and the batch length.
+/// The plan of an MSM over `n` points (`n` > 0), with `table`'s multiples per point or none, in
+/// batches of at most `batch` points (the bases' own choice) or else `config.batch`: the plan of its
+/// batches, the multiples per point and the batch length.
 pub(crate) fn plan_for<C: Curve>(
     n: usize,
     table: Option<Table>,
+    batch: Option<usize>,
     config: &MsmConfig,
 ) -> Result<(Plan, usize, usize), CudaError> {
-    if config.batch == 0 {
+    let batch = batch.unwrap_or(config.batch);
+    if batch == 0 {
         return Err(CudaError::Size { op: "msm", size: 0, reason: "batch size must be positive" });
     }
-    let batch_len = config.batch.min(n.max(1));
+    let batch_len = batch.min(n.max(1));
     // A table fixes the window width; its multiples share bucket sets.
     let (plan, m) = match table {
         Some(t) => (Plan::with_multiples(batch_len, t.window_bits, t.multiples)?, t.multiples as usize),
-        None => (Plan::new(batch_len, config.window_bits)?, 1),
+        None => (Plan::for_curve(C::ID, batch_len, config.window_bits)?, 1),
     };
     let plan = plan
         .with_first_round(C::ID, config.first_round, config.batch_chains, batch_len)
@@ -138,7 +143,7 @@ pub fn msm_start<'g, C: Curve>(
         return Ok(PendingMsm { last: None, total: Projective::<C>::zero() });
     }
     let (compute, side, copy) = (gpu.compute_stream(), gpu.side_stream(), gpu.copy_stream());
-    let (plan, m, batch_len) = plan_for::<C>(n, bases.table, config)?;
+    let (plan, m, batch_len) = plan_for::<C>(n, bases.table, bases.batch, config)?;
     let ranges: Vec<std::ops::Range<usize>> =
         (0..n).step_by(batch_len).map(|s| s..(s + batch_len).min(n)).collect();
     let sort_batch = |r: &std::ops::Range<usize>, probe: &mut Probe| match bases.select {

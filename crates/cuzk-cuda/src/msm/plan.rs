@@ -87,6 +87,17 @@ pub enum FirstRound {
 /// Widest window the kernels take.
 pub const MAX_WINDOW_BITS: u32 = 24;
 
+/// Fewest points per batch from which a G1 MSM without a table takes [`WIDE_WINDOW_BITS`] by
+/// default. On the H200, G1 random scalars in one batch (docs/benchmarks/cuda-msm.md): 2^25 points
+/// 199.4 ms at 20 bits against 203.2 at 16; 2^26 371.9 against 399.4; 2^27 718.8 against 795.1 (18
+/// and 22 bits in between or worse). Below 2^25 the reduction of 2^19 buckets per window costs more
+/// than the fewer additions save (16 bits is best at 2^24). G2 keeps [`Plan::default_window`]: not
+/// measured wider in one batch.
+pub const WIDE_WINDOW_FROM: usize = 1 << 25;
+
+/// The default window of G1 batches of at least [`WIDE_WINDOW_FROM`] points.
+pub const WIDE_WINDOW_BITS: u32 = 20;
+
 /// The shape of one batch's bucket machinery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Plan {
@@ -125,9 +136,24 @@ impl Plan {
         log_n.saturating_sub(7).clamp(4, 16)
     }
 
+    /// The default window width for a batch of `n` points of `curve`: [`WIDE_WINDOW_BITS`] for G1
+    /// from [`WIDE_WINDOW_FROM`] points, else [`Plan::default_window`].
+    pub fn default_window_for(curve: CurveId, n: usize) -> u32 {
+        match curve {
+            CurveId::G1 if n >= WIDE_WINDOW_FROM => WIDE_WINDOW_BITS,
+            _ => Self::default_window(n),
+        }
+    }
+
     /// The plan for a batch of `n` points, a bucket set per window.
     pub fn new(n: usize, window_bits: Option<u32>) -> Result<Self, CudaError> {
         Self::with_multiples(n, window_bits.unwrap_or_else(|| Self::default_window(n)), 1)
+    }
+
+    /// The plan for a batch of `n` points of `curve` without a table, a bucket set per window of
+    /// `window_bits` or [`Plan::default_window_for`] the curve.
+    pub fn for_curve(curve: CurveId, n: usize, window_bits: Option<u32>) -> Result<Self, CudaError> {
+        Self::with_multiples(n, window_bits.unwrap_or_else(|| Self::default_window_for(curve, n)), 1)
     }
 
     /// The plan for a batch of `n` points whose bases come with a table of `multiples` multiples per
@@ -273,6 +299,17 @@ mod tests {
             }
         }
         assert!(batch_affine_from(CurveId::G2) <= batch_affine_from(CurveId::G1));
+        // G1 batches of 2^25 points and more take 20-bit windows; G2's and smaller ones as before.
+        for (curve, n, c) in [
+            (CurveId::G1, (1 << 25) - 1, 16),
+            (CurveId::G1, 1 << 25, 20),
+            (CurveId::G1, 1 << 27, 20),
+            (CurveId::G2, 1 << 27, 16),
+            (CurveId::G1, 1 << 20, 14),
+        ] {
+            assert_eq!(Plan::for_curve(curve, n, None).unwrap().c, c, "{curve:?} {n}");
+            assert_eq!(Plan::for_curve(curve, n, Some(9)).unwrap().c, 9);
+        }
         assert!(Plan::new(10, Some(1)).is_err());
         assert!(Plan::new(10, Some(25)).is_err());
     }

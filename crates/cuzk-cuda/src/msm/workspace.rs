@@ -62,6 +62,26 @@ impl Takes {
         }
     }
 
+    /// Adds the takes of one phase of an MSM (one batch's sort, or its sums): buffers the compute or
+    /// the side stream take alone ([`SPARE`] 1) go back to their shelf before the next phase takes
+    /// its own, so a shelf of those keeps the most any phase holds at once, not their sum; the
+    /// others count in full (a batch's entries stay in use by its sums while the next batch is
+    /// sorted).
+    fn phase(&mut self, phase: Takes) {
+        for (key, p) in phase.shelves {
+            match self.shelves.get_mut(&key) {
+                Some(e) => {
+                    e.count =
+                        if p.spare <= 1 && e.spare <= 1 { e.count.max(p.count) } else { e.count + p.count };
+                    e.spare = e.spare.max(p.spare);
+                }
+                None => {
+                    self.shelves.insert(key, p);
+                }
+            }
+        }
+    }
+
     /// Bytes of one buffer per take.
     #[cfg(test)]
     fn bytes(&self) -> usize {
@@ -96,18 +116,18 @@ pub(crate) fn msm_takes<C: Curve>(
     if points == 0 {
         return Ok(takes);
     }
-    let (plan, m, batch_len) = super::plan_for::<C>(points, table, config)?;
+    let (plan, m, batch_len) = super::plan_for::<C>(points, table, None, config)?;
     let last = points - (points - 1) / batch_len * batch_len;
     let sizes: &[usize] = if last == batch_len { &[batch_len] } else { &[batch_len, last] };
     for &n in sizes {
         // An MSM the sort refuses takes nothing: refused here too.
         sort::check_batch(n, &plan)?;
-        sort_takes(&mut takes, &plan, n);
-        reduce_takes::<C>(&mut takes, sms, &plan, n * m)?;
+        takes.phase(sort_takes(&plan, n));
+        takes.phase(reduce_takes::<C>(sms, &plan, n * m)?);
     }
     if points > batch_len {
         // The next batch is sorted while one is summed.
-        sort_takes(&mut takes, &plan, batch_len);
+        takes.phase(sort_takes(&plan, batch_len));
     }
     if host {
         for _ in 0..points.div_ceil(batch_len).min(2) {
@@ -118,7 +138,9 @@ pub(crate) fn msm_takes<C: Curve>(
 }
 
 /// `sort::sort`'s takes for a batch of `n` points.
-fn sort_takes(takes: &mut Takes, plan: &Plan, n: usize) {
+fn sort_takes(plan: &Plan, n: usize) -> Takes {
+    let mut t = Takes::default();
+    let takes = &mut t;
     let buckets = plan.buckets() as usize;
     takes.take::<u32>(buckets);
     takes.scan(buckets);
@@ -131,10 +153,13 @@ fn sort_takes(takes: &mut Takes, plan: &Plan, n: usize) {
             takes.take::<u32>(buckets);
         }
     }
+    t
 }
 
 /// `buckets::reduce`'s takes for a batch of `points` bases (a table's multiples counted).
-fn reduce_takes<C: Curve>(takes: &mut Takes, sms: u32, plan: &Plan, points: usize) -> Result<(), CudaError> {
+fn reduce_takes<C: Curve>(sms: u32, plan: &Plan, points: usize) -> Result<Takes, CudaError> {
+    let mut t = Takes::default();
+    let takes = &mut t;
     let buckets = plan.window_buckets() as usize;
     takes.take_serial::<Xyzz<C>>(plan.sets as usize + 1);
     takes.take_serial::<Xyzz<C>>(plan.ones_threads as usize);
@@ -162,7 +187,7 @@ fn reduce_takes<C: Curve>(takes: &mut Takes, sms: u32, plan: &Plan, points: usiz
     }
     takes.take_serial::<Xyzz<C>>((plan.sets * plan.segments) as usize);
     buckets::reduce_levels(plan.sets, plan.segments, |groups| takes.take_serial::<Xyzz<C>>(groups));
-    Ok(())
+    Ok(t)
 }
 
 #[cfg(test)]

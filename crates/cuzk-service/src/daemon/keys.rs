@@ -132,10 +132,11 @@ impl Daemon {
                 )),
                 e => ServiceError::from_engine(&format!("starting the pipeline for {shape_id}"), &e),
             })?;
-        let msm_tables: Vec<String> =
-            key.msm_tables().into_iter().map(|(device, t)| format!("GPU {device}: {t}")).collect();
+        let tables = key.msm_tables().into_iter().map(|(device, t)| format!("GPU {device}: {t}"));
+        let batches = key.msm_batches().into_iter().map(|(device, b)| format!("GPU {device}: {b}"));
+        let msm_tables: Vec<String> = tables.chain(batches).collect();
         for table in &msm_tables {
-            tracing::info!(key = key_id, table = %table, "MSM table built");
+            tracing::info!(key = key_id, msm = %table, "MSM table or batches");
         }
         let resident = Arc::new(Resident {
             id: key_id.to_owned(),
