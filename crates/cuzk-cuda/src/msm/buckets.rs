@@ -53,15 +53,30 @@ fn batch_threads<C: Curve>(sms: u32, plan: &Plan, points: usize, chains: u32) ->
 /// while at that many the batch's entries (at most one per window of each point) would not give
 /// every thread of a wave 8 per chain. Fewer threads than a wave leave the round's latency exposed;
 /// more chains give fewer partials per bucket in the later rounds only while they fill the wave.
+/// G1 batches that would give every chain of a wave [`LONG_CHAIN`] entries or more take half as many
+/// chains again ([`LONG_BATCH_CHAINS`]).
 fn default_chains<C: Curve>(sms: u32, plan: &Plan, points: usize) -> u32 {
     let wave = sms.max(1) as u64 * batch_blocks::<C>() as u64 * SUM_THREADS as u64;
     let entries = (points as u64).div_ceil(plan.multiples as u64) * plan.windows as u64;
     let mut chains = k::batch_chains::<C>();
+    if C::ID == cuzk_field::CurveId::G1 && entries >= wave * LONG_CHAIN * chains as u64 {
+        return LONG_BATCH_CHAINS;
+    }
     while chains > 64 && entries < wave * 8 * chains as u64 {
         chains /= 2;
     }
     chains
 }
+
+/// Entries per chain (at the curve's default chains) from which a G1 batch takes
+/// [`LONG_BATCH_CHAINS`]: 2^26 points of 13 windows give 101, 2^24 give 25.
+const LONG_CHAIN: u64 = 64;
+
+/// Chains per thread of long G1 batches. On the H200, G1 2^26 random in one batch
+/// (docs/benchmarks/cuda-msm.md), with a 20-bit table of 13 multiples: 96 / 128 / 160 / 192 chains
+/// 335.0 / 331.5 / 330.0 / 326.8 ms; 20-bit windows without a table 377.7 / 371.7 / 366.5 / 366.8.
+/// At 2^24 with the table 128 is best (85.5 ms against 86.8 with 96; 256 slower).
+const LONG_BATCH_CHAINS: u32 = 192;
 
 /// The first summing round of a batch of `points` bases (a table's multiples counted) on a device of
 /// `sms` multiprocessors: its pieces, and with batched affine additions its (threads, chains per
@@ -292,4 +307,30 @@ pub(crate) fn reduce<C: Curve>(
         probe,
     )?;
     Ok(sums)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::msm::{FirstRound, Plan, G1, G2};
+
+    /// Chains per thread of the batched round for `n` points of `C` with a 20-bit table of 13
+    /// multiples (or none), on the H200's 132 multiprocessors.
+    fn chains<C: Curve>(n: usize, table: bool) -> u32 {
+        let m = if table { 13 } else { 1 };
+        let plan =
+            Plan::with_multiples(n, 20, m).unwrap().with_first_round(C::ID, FirstRound::BatchAffine, None, n);
+        let (_, batched) = first_round::<C>(132, &plan, n * m as usize).unwrap();
+        batched.expect("a batched round").1
+    }
+
+    #[test]
+    fn long_g1_batches_take_more_chains_and_short_ones_fewer() {
+        assert_eq!(chains::<G1>(1 << 24, true), 128);
+        assert_eq!(chains::<G1>(1 << 25, false), 128);
+        assert_eq!(chains::<G1>(1 << 26, true), LONG_BATCH_CHAINS);
+        assert_eq!(chains::<G1>(1 << 27, false), LONG_BATCH_CHAINS);
+        assert_eq!(chains::<G2>(1 << 26, true), 128);
+        assert_eq!(chains::<G1>(1 << 20, true), 64);
+    }
 }
