@@ -27,7 +27,8 @@ use crate::{CudaError, DriverContext};
 /// Buffers a shelf owns before it reuses one.
 pub const SPARE: usize = 2;
 
-/// Bytes of free buffers kept over all shelves; a buffer coming back beyond that is freed.
+/// Bytes of free buffers kept over all shelves at first; a buffer coming back beyond the limit is
+/// freed. A key's reserve raises the limit to hold it whole ([`Scratch::keep_at_least`]).
 const KEPT_BYTES: usize = 24 << 30;
 
 /// A shelf's key: element type and length.

@@ -1,5 +1,6 @@
 //! Tables of precomputed multiples for a resident key's MSMs ([`GpuBases::precompute`]): which MSMs
-//! get one, at which width, in the device memory a key leaves.
+//! get one, at which width, in the device memory a key leaves; then the batch sizes of the MSMs in the
+//! memory the tables leave ([`GpuBases::set_batch`]).
 
 use cuzk_field::{Curve, CurveId, G1, G2};
 use cuzk_groth16::PreparedKey;
@@ -206,7 +207,7 @@ impl CudaBackend {
     /// on the H200, G1 2^27 random in one batch at 20 bits 718.8 ms against 839.5 in batches of 2^24;
     /// 2^26 with a table 332.4 against 339.4 (docs/benchmarks/cuda-msm.md). The MSMs are served in
     /// the order of [`CudaBackend::precompute_tables`]; each takes the fewest batches whose buffers
-    /// fit (a count of `2^j`, batches of `ceil(kept / 2^j)` points), or keeps its own. Call it before
+    /// fit (batches of `ceil(kept / 2^j)` points), or keeps its own. Call it before
     /// [`CudaBackend::reserve_msm_workspace`]. Returns one line per MSM given larger batches.
     pub fn widen_batches(
         &self,
@@ -242,13 +243,19 @@ impl CudaBackend {
         if !bases.is_resident() || kept <= now {
             return Ok(None);
         }
+        // The key as it is counts without error (or the error is not the candidates').
+        self.workspace_for(shapes)?;
         let (free, _) = self.gpu().memory()?;
         let candidates = (0..usize::BITS).map(|j| kept.div_ceil(1 << j)).take_while(|&b| b > now);
         for batch in candidates {
             let mut with = *shapes;
             with[index].batch = Some(batch);
-            // A batch the sort refuses (2^32 entries and more) is no candidate.
-            let Ok(workspace) = self.workspace_for(&with) else { continue };
+            let workspace = match self.workspace_for(&with) {
+                Ok(w) => w,
+                // A batch the sort refuses (2^31 points, 2^32 entries) is no candidate.
+                Err(CudaError::Size { .. }) => continue,
+                Err(e) => return Err(e),
+            };
             if workspace.saturating_add(keep_free) > free {
                 continue;
             }

@@ -115,8 +115,8 @@ pub struct ServiceConfig {
     pub priority_workers: usize,
     /// GPU workers per device.
     pub gpu_workers_per_device: usize,
-    /// Give each key's large MSMs tables of precomputed multiples of their bases on the GPU
-    /// ([`cuzk::Config::msm_tables`]).
+    /// Give each key's large MSMs tables of precomputed multiples of their bases on the GPU, then
+    /// fewer, larger batches in the memory left ([`cuzk::Config::msm_tables`]).
     pub msm_tables: bool,
     /// Timeline spans each key's scheduler keeps (the newest; about 17 per partition), so memory
     /// stays bounded however long the daemon runs.
@@ -219,7 +219,8 @@ gpu_workers_per_device = 2
 # GPU at key load in the memory left beside the key, its recorded shape and a few partitions: faster
 # MSMs (H200, G1 2^24: 132 -> 112 ms) for 13 times the bases' memory and seconds of load time. A key
 # loaded later gets what the earlier keys' tables left; turn this on where one key has each device
-# to itself. GetStatus (and a log line per table) says which MSMs got one.
+# to itself. What memory is left then gives MSMs of more than 2^24 points fewer, larger batches.
+# GetStatus (and a log line each) says which MSMs got a table or larger batches.
 msm_tables = false
 # Timeline spans each resident key keeps, the newest (about 17 per partition; ~100 bytes each), so
 # the daemon's memory stays bounded however long it runs.

@@ -4,8 +4,8 @@
 //! the [window combination](window) on the host.
 //!
 //! [`msm_start`] is the driver: it cuts a large MSM into batches of at most [`MsmConfig::batch`]
-//! points (or the bases' own batch size, [`GpuBases::set_batch`]). Each batch is sorted on the side stream and summed on the compute stream, so batch `i + 1`
-//! is sorted while batch `i` is summed. Host-resident bases are uploaded per batch on the copy stream
+//! points (or the bases' own batch size, [`GpuBases::set_batch`]). Each batch is sorted on the side
+//! stream and summed on the compute stream, so batch `i + 1` is sorted while batch `i` is summed. Host-resident bases are uploaded per batch on the copy stream
 //! into one of two device buffers while the other is in use. A batch's window sums (a few XYZZ points)
 //! are copied into one of two pinned host buffers; the host waits for batch `i`'s copy only after
 //! batch `i + 1` has been queued, so it combines batch `i`'s windows while the device works on the

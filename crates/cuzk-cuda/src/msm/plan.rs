@@ -9,9 +9,10 @@ use crate::CudaError;
 /// Tuning of the MSM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MsmConfig {
-    /// Window width in bits (2..=24); `None` picks it from the batch size.
+    /// Window width in bits (2..=24) without a table; `None` picks it from the batch size and the
+    /// curve ([`Plan::default_window_for`]).
     pub window_bits: Option<u32>,
-    /// Most points per batch.
+    /// Most points per batch, unless the bases have their own ([`crate::GpuBases::set_batch`]).
     pub batch: usize,
     /// How the first summing round adds a bucket's points.
     pub first_round: FirstRound,

@@ -70,10 +70,15 @@ pub(crate) fn chunk_counts(
     Ok(Segments { count, off })
 }
 
-/// Whether the sort takes a batch of `n` points with `plan`: under 2^31 points and 2^32 entries.
+/// Whether the sort takes a batch of `n` points with `plan`: under 2^31 points (and table points:
+/// an entry holds a point's index times the multiples, plus the multiple, in 31 bits) and 2^32
+/// entries.
 pub(crate) fn check_batch(n: usize, plan: &Plan) -> Result<(), CudaError> {
     if u32::try_from(n).ok().filter(|&v| v < 1 << 31).is_none() {
         return Err(CudaError::Size { op: "msm", size: n, reason: "batch over 2^31 points" });
+    }
+    if n as u64 * plan.multiples as u64 >= 1 << 31 {
+        return Err(CudaError::Size { op: "msm", size: n, reason: "batch over 2^31 table points" });
     }
     if plan.windows as u64 * n as u64 >= 1 << 32 {
         return Err(CudaError::Size { op: "msm", size: n, reason: "batch over 2^32 bucket entries" });

@@ -3,8 +3,11 @@
 //! key, known before the key's tables are built, so that the tables leave that much free and no more.
 //!
 //! The count follows the takes of `sort::sort` and `buckets::reduce` buffer by buffer (the sizes come
-//! from the same functions), and counts every take of a batch as held at once, so it is an upper bound
-//! of what the shelves keep; the GPU suite checks it against the shelves after a reserve.
+//! from the same functions). It counts every take of the sort's outputs over the batches as held at
+//! once, and of the buffers only one stream takes (given back before the next batch's sort or sums
+//! take theirs) the most one sort or one batch's sums hold, so it is an upper bound of what the
+//! shelves keep; the GPU suite checks it against the shelves after a reserve, for MSMs of one batch
+//! and of many.
 
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -19,8 +22,8 @@ use crate::kernels::msm::{Bins, SCAN_BLOCK};
 use crate::scratch::SPARE;
 use crate::{CudaError, GpuAffine, Xyzz};
 
-/// One shelf's part in an MSM: the element's size, how many buffers the MSM takes from it, and how
-/// many the shelf keeps at least ([`SPARE`], or 1 for buffers only the compute stream uses).
+/// One shelf's part in an MSM: the element's size, how many of its buffers the MSM holds at once at
+/// most, and how many the shelf keeps at least ([`SPARE`], or 1 for buffers only one stream uses).
 #[derive(Debug, Clone, Copy)]
 struct Shelf {
     size: usize,
@@ -288,5 +291,9 @@ mod tests {
         assert!(
             msm_takes::<G1>(SMS, 1 << 28, None, false, &MsmConfig { window_bits: Some(16), ..huge }).is_err()
         );
+        // Or 2^31 table points in one batch (an entry holds a point's index times the multiples).
+        let wide = MsmConfig { batch: 1 << 28, ..config };
+        assert!(msm_takes::<G1>(SMS, 1 << 28, table, false, &wide).is_err());
+        assert!(msm_takes::<G1>(SMS, 1 << 27, table, false, &wide).is_ok());
     }
 }
