@@ -105,6 +105,31 @@ fn shapes(key: &PreparedKey<CudaBackend>) -> [MsmShape; 5] {
     [g1(h), g1(l), MsmShape::of::<G2>(key.g2_bases()), g1(a), g1(b_g1)]
 }
 
+/// An MSM's place among a key's [`shapes`], and the shapes (updated as MSMs take tables or batches).
+type Slot<'a> = (usize, &'a mut [MsmShape; 5]);
+
+/// Runs `g1` or `g2` on each of `key`'s MSMs (its name, bases and slot) in the order tables and
+/// batches serve them: H (random scalars in every proof), L, B in G2 (three times G1's cost per
+/// point), A, B in G1. Returns what they report (`Some` for each MSM they changed).
+fn serve<R>(
+    key: &mut PreparedKey<CudaBackend>,
+    mut g1: impl FnMut(&'static str, &mut GpuBases<G1>, Slot<'_>) -> Result<Option<R>, CudaError>,
+    mut g2: impl FnMut(&'static str, &mut GpuBases<G2>, Slot<'_>) -> Result<Option<R>, CudaError>,
+) -> Result<Vec<R>, CudaError> {
+    let mut shapes = shapes(key);
+    let (g1_bases, g2_bases) = key.bases_mut();
+    let [a, b_g1, l, h] = g1_bases;
+    let mut reports = Vec::new();
+    for (i, msm, bases) in [(0, "h", h), (1, "l", l)] {
+        reports.extend(g1(msm, bases, (i, &mut shapes))?);
+    }
+    reports.extend(g2("b_g2", g2_bases, (2, &mut shapes))?);
+    for (i, msm, bases) in [(3, "a", a), (4, "b_g1", b_g1)] {
+        reports.extend(g1(msm, bases, (i, &mut shapes))?);
+    }
+    Ok(reports)
+}
+
 impl CudaBackend {
     /// Device bytes the MSM buffers of a key whose MSMs have `shapes` take once
     /// [`CudaBackend::reserve_msm_workspace`] has run (an upper bound, counted from their plans).
@@ -146,19 +171,12 @@ impl CudaBackend {
         keep_free: usize,
         min_points: usize,
     ) -> Result<Vec<TableReport>, CudaError> {
-        let mut shapes = shapes(key);
         let min = (self.msm_config().batch, min_points);
-        let (g1, g2) = key.bases_mut();
-        let [a, b_g1, l, h] = g1;
-        let mut reports = Vec::new();
-        for (i, msm, bases) in [(0, "h", h), (1, "l", l)] {
-            reports.extend(self.precompute_one::<G1>(msm, bases, (i, &mut shapes), keep_free, min)?);
-        }
-        reports.extend(self.precompute_one::<G2>("b_g2", g2, (2, &mut shapes), keep_free, min)?);
-        for (i, msm, bases) in [(3, "a", a), (4, "b_g1", b_g1)] {
-            reports.extend(self.precompute_one::<G1>(msm, bases, (i, &mut shapes), keep_free, min)?);
-        }
-        Ok(reports)
+        serve(
+            key,
+            |msm, bases, slot| self.precompute_one::<G1>(msm, bases, slot, keep_free, min),
+            |msm, bases, slot| self.precompute_one::<G2>(msm, bases, slot, keep_free, min),
+        )
     }
 
     /// Gives `bases`, the MSM at `index` of `shapes`, the widest table of [`TABLE_CHOICES`] that fits
@@ -167,7 +185,7 @@ impl CudaBackend {
         &self,
         msm: &'static str,
         bases: &mut GpuBases<C>,
-        (index, shapes): (usize, &mut [MsmShape; 5]),
+        (index, shapes): Slot<'_>,
         keep_free: usize,
         (batch, min_points): (usize, usize),
     ) -> Result<Option<TableReport>, CudaError> {
@@ -214,18 +232,11 @@ impl CudaBackend {
         key: &mut PreparedKey<CudaBackend>,
         keep_free: usize,
     ) -> Result<Vec<BatchReport>, CudaError> {
-        let mut shapes = shapes(key);
-        let (g1, g2) = key.bases_mut();
-        let [a, b_g1, l, h] = g1;
-        let mut reports = Vec::new();
-        for (i, msm, bases) in [(0, "h", h), (1, "l", l)] {
-            reports.extend(self.widen_one::<G1>(msm, bases, (i, &mut shapes), keep_free)?);
-        }
-        reports.extend(self.widen_one::<G2>("b_g2", g2, (2, &mut shapes), keep_free)?);
-        for (i, msm, bases) in [(3, "a", a), (4, "b_g1", b_g1)] {
-            reports.extend(self.widen_one::<G1>(msm, bases, (i, &mut shapes), keep_free)?);
-        }
-        Ok(reports)
+        serve(
+            key,
+            |msm, bases, slot| self.widen_one::<G1>(msm, bases, slot, keep_free),
+            |msm, bases, slot| self.widen_one::<G2>(msm, bases, slot, keep_free),
+        )
     }
 
     /// Gives `bases`, the MSM at `index` of `shapes`, the fewest batches whose buffers (the key's, with
@@ -234,7 +245,7 @@ impl CudaBackend {
         &self,
         msm: &'static str,
         bases: &mut GpuBases<C>,
-        (index, shapes): (usize, &mut [MsmShape; 5]),
+        (index, shapes): Slot<'_>,
         keep_free: usize,
     ) -> Result<Option<BatchReport>, CudaError> {
         let config = self.msm_config();

@@ -473,23 +473,22 @@ impl Key {
     /// with [`crate::Config::msm_tables`] off): which MSM, the table's window width and multiples, the
     /// device bytes it takes and how long it took to build.
     pub fn msm_tables(&self) -> Vec<(usize, cuzk_cuda::TableReport)> {
-        let KeyInner::Cuda(keys) = &*self.inner else { return Vec::new() };
-        keys.iter()
-            .flat_map(|k| {
-                let device = k.backend.gpu().info().ordinal;
-                k.tables.iter().map(move |t| (device, t.clone()))
-            })
-            .collect()
+        self.per_gpu(|k| &k.tables)
     }
 
     /// The MSMs given larger batches than the backend's, per GPU ordinal (none on the CPU backend, or
     /// with [`crate::Config::msm_tables`] off): which MSM, its batch size and count, and their window.
     pub fn msm_batches(&self) -> Vec<(usize, cuzk_cuda::BatchReport)> {
+        self.per_gpu(|k| &k.batches)
+    }
+
+    /// What `of` lists for each GPU's copy of the key, with the GPU's ordinal (none on the CPU).
+    fn per_gpu<T: Clone>(&self, of: impl Fn(&CudaKey) -> &[T]) -> Vec<(usize, T)> {
         let KeyInner::Cuda(keys) = &*self.inner else { return Vec::new() };
         keys.iter()
             .flat_map(|k| {
                 let device = k.backend.gpu().info().ordinal;
-                k.batches.iter().map(move |b| (device, b.clone()))
+                of(k).iter().map(move |t| (device, t.clone()))
             })
             .collect()
     }
