@@ -136,6 +136,10 @@ extern "C" __global__ void msm_scatter(const Fr* scalars, const uint32_t* select
 // on the bucket's cursor, and a 4-byte store anywhere in the entries), and those requests, not the
 // bytes, are what it costs. Bins are runs of 2^shift consecutive buckets of the sets (at most
 // STAGE_BINS of them); bin b's entries take the final positions from off[b << shift] on.
+// The sets' buckets may be sorted in parts, runs of whole sets [key_lo, key_hi) one after the other
+// through one temporary (when there are more buckets than STAGE_BINS bins of PLACE_KEYS buckets,
+// which the second pass needs to stage its segments): a part's bins then run over its own buckets
+// only, and its pairs lie in the temporary from 0, at their places less off[key_lo].
 // The first pass (msm_scatter_bins), per tile of scalars: a histogram of the tile's digits over the
 // bins in shared memory, one global atomic per (tile, bin) on the bin's cursor to reserve a run of a
 // temporary, the tile's (key, entry) pairs sorted by bin in shared memory, then copied out in order,
@@ -183,24 +187,27 @@ __device__ uint32_t block_exclusive_scan(uint32_t* a, uint32_t n, uint32_t* warp
     return total;
 }
 
-// cursor[b] = off[b << shift] for each bin b < bins, and cursor[bins] = off[ones_key] (the ones').
-extern "C" __global__ void msm_bin_cursors(const uint32_t* off, uint32_t shift, uint32_t bins, uint32_t ones_key,
-                                           uint32_t* cursor) {
+// cursor[b] = off[key_lo + (b << shift)] - off[key_lo] for each bin b < bins of the part from key_lo,
+// and cursor[bins] = off[ones_key] (the ones').
+extern "C" __global__ void msm_bin_cursors(const uint32_t* off, uint32_t shift, uint32_t bins, uint32_t key_lo,
+                                           uint32_t ones_key, uint32_t* cursor) {
     const uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b < bins)
-        cursor[b] = off[b << shift];
+        cursor[b] = off[key_lo + (b << shift)] - off[key_lo];
     else if (b == bins)
         cursor[b] = off[ones_key];
 }
 
 // Block x takes scalars [x tile, x tile + tile), tile <= STAGE_THREADS * STAGE_SCALARS_PER_THREAD and
 // tile * windows <= STAGE_PAIRS (the host's choice); bins <= STAGE_BINS. bin_cursor comes from
-// msm_bin_cursors; pairs[p] = (key, entry) for each digit of the sets, entries as in msm_scatter; the
-// ones are written to entries directly. Dynamic shared memory: STAGE_PAIRS pairs and 2 STAGE_BINS words.
+// msm_bin_cursors; pairs[p] = (key, entry) for each digit of the part's sets (keys key_lo .. key_hi),
+// entries as in msm_scatter; the ones are written to entries directly when `ones` is set (by one part
+// of a batch). Dynamic shared memory: STAGE_PAIRS pairs and 2 STAGE_BINS words.
 extern "C" __global__ void __launch_bounds__(STAGE_THREADS)
     msm_scatter_bins(const Fr* __restrict__ scalars, const uint32_t* __restrict__ select, uint32_t selected,
                      uint32_t n, uint32_t c, uint32_t windows, uint32_t m, uint32_t shift, uint32_t bins,
-                     uint32_t tile, uint32_t* bin_cursor, uint2* pairs, uint32_t* entries) {
+                     uint32_t key_lo, uint32_t key_hi, uint32_t ones, uint32_t tile, uint32_t* bin_cursor,
+                     uint2* pairs, uint32_t* entries) {
     extern __shared__ uint4 stage_shared[];
     uint2* staged = reinterpret_cast<uint2*>(stage_shared);
     // at: the tile's count per bin, then where its run starts in `staged`, then where it ends;
@@ -210,6 +217,8 @@ extern "C" __global__ void __launch_bounds__(STAGE_THREADS)
     __shared__ uint32_t warp_sums[STAGE_THREADS / 32];
     for (uint32_t b = threadIdx.x; b < bins; b += STAGE_THREADS) at[b] = 0;
     const uint32_t ones_key = ones_key_of(c, windows, m);
+    // A key k of the sets is the part's when k - key_lo < span (unsigned).
+    const uint32_t span = key_hi - key_lo;
     const uint32_t first = blockIdx.x * tile;
     // The tile's scalars in canonical form, converted once for both passes over their digits.
     Fr s[STAGE_SCALARS_PER_THREAD];
@@ -226,7 +235,7 @@ extern "C" __global__ void __launch_bounds__(STAGE_THREADS)
         if (in[k])
             for_each_digit_of(s[k], first + k * STAGE_THREADS + threadIdx.x, c, windows, m,
                               [&](uint32_t key, uint32_t, bool) {
-                                  if (key != ones_key) atomicAdd(&at[key >> shift], 1u);
+                                  if (key != ones_key && key - key_lo < span) atomicAdd(&at[(key - key_lo) >> shift], 1u);
                               });
     __syncthreads();
     for (uint32_t b = threadIdx.x; b < bins; b += STAGE_THREADS)
@@ -242,9 +251,10 @@ extern "C" __global__ void __launch_bounds__(STAGE_THREADS)
         if (in[k])
             for_each_digit_of(s[k], i, c, windows, m, [&](uint32_t key, uint32_t index, bool neg) {
                 if (key == ones_key)
-                    one = true;
-                else
-                    staged[atomicAdd(&at[key >> shift], 1u)] = make_uint2(key, index | ((uint32_t)neg << 31));
+                    one = ones != 0;
+                else if (key - key_lo < span)
+                    staged[atomicAdd(&at[(key - key_lo) >> shift], 1u)] =
+                        make_uint2(key, index | ((uint32_t)neg << 31));
             });
         const uint32_t lanes = __ballot_sync(0xffffffffu, one);
         if (lanes == 0) continue;
@@ -257,15 +267,16 @@ extern "C" __global__ void __launch_bounds__(STAGE_THREADS)
     __syncthreads();
     for (uint32_t j = threadIdx.x; j < total; j += STAGE_THREADS) {
         const uint2 p = staged[j];
-        pairs[delta[p.x >> shift] + j] = p;
+        pairs[delta[(p.x - key_lo) >> shift] + j] = p;
     }
 }
 
-// The sets' entries, off[ones_key] of them, from pairs to entries: cursor starts as a copy of off.
-// Dynamic shared memory: PLACE_PAIRS words and half-words, and 2 PLACE_KEYS words.
+// The part's entries (keys key_lo .. key_hi), off[key_hi] - off[key_lo] of them, from pairs to entries:
+// cursor starts as a copy of off. Dynamic shared memory: PLACE_PAIRS words and half-words, and 2
+// PLACE_KEYS words.
 extern "C" __global__ void __launch_bounds__(STAGE_THREADS)
-    msm_place(const uint2* __restrict__ pairs, const uint32_t* __restrict__ off, uint32_t ones_key, uint32_t shift,
-              uint32_t* cursor, uint32_t* entries) {
+    msm_place(const uint2* __restrict__ pairs, const uint32_t* __restrict__ off, uint32_t key_lo, uint32_t key_hi,
+              uint32_t shift, uint32_t* cursor, uint32_t* entries) {
     extern __shared__ uint4 stage_shared[];
     uint32_t* staged = reinterpret_cast<uint32_t*>(stage_shared);
     uint16_t* staged_key = reinterpret_cast<uint16_t*>(staged + PLACE_PAIRS);
@@ -273,13 +284,13 @@ extern "C" __global__ void __launch_bounds__(STAGE_THREADS)
     uint32_t* at = reinterpret_cast<uint32_t*>(staged_key + PLACE_PAIRS);
     uint32_t* delta = at + PLACE_KEYS;
     __shared__ uint32_t warp_sums[STAGE_THREADS / 32];
-    const uint32_t total = off[ones_key];
+    const uint32_t total = off[key_hi] - off[key_lo];
     const uint64_t first64 = (uint64_t)blockIdx.x * PLACE_PAIRS;
     if (first64 >= total) return;
     const uint32_t first = (uint32_t)first64, len = min(PLACE_PAIRS, total - first);
     // The temporary is in bin order: the segment's buckets lie from its first pair's bin to its last's.
-    const uint32_t lo = (pairs[first].x >> shift) << shift;
-    const uint32_t hi = min(((pairs[first + len - 1].x >> shift) + 1) << shift, ones_key);
+    const uint32_t lo = key_lo + (((pairs[first].x - key_lo) >> shift) << shift);
+    const uint32_t hi = key_lo + min((((pairs[first + len - 1].x - key_lo) >> shift) + 1) << shift, key_hi - key_lo);
     if (hi - lo > PLACE_KEYS) {
         for (uint32_t j = threadIdx.x; j < len; j += STAGE_THREADS) {
             const uint2 p = pairs[first + j];

@@ -31,7 +31,7 @@ pub(crate) const MAX_BINS: u32 = 1024;
 pub(crate) const STAGE_PAIRS: u32 = 8192;
 /// Pairs per block of `msm_place` (`PLACE_PAIRS`), and the most buckets it stages them by (`PLACE_KEYS`).
 pub(crate) const PLACE_PAIRS: u32 = 8192;
-const PLACE_KEYS: u32 = 4096;
+pub(crate) const PLACE_KEYS: u32 = 4096;
 /// Dynamic shared memory of `msm_scatter_bins`: the staged pairs and two words per bin.
 pub(crate) const SCATTER_BINS_SHARED_BYTES: u32 = STAGE_PAIRS * 8 + MAX_BINS * 2 * 4;
 /// Dynamic shared memory of `msm_place`: a word and a half-word per staged pair, two words per bucket.

@@ -8,7 +8,9 @@ use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::msm::{buckets, BatchScalars, Digits};
 use super::{count as count32, expect_at_least, expect_len, grid};
-use crate::modules::{MAX_BINS, PLACE_PAIRS, PLACE_SHARED_BYTES, SCATTER_BINS_SHARED_BYTES, STAGE_PAIRS};
+use crate::modules::{
+    MAX_BINS, PLACE_KEYS, PLACE_PAIRS, PLACE_SHARED_BYTES, SCATTER_BINS_SHARED_BYTES, STAGE_PAIRS,
+};
 use crate::profile::Probe;
 use crate::{CudaError, DriverContext, Gpu};
 
@@ -54,36 +56,107 @@ impl Bins {
     }
 }
 
-/// `msm_bin_cursors`: where each bin's entries start (`off` at its first bucket), and the ones'
-/// (`off` at the last bucket), from the buckets' offsets `off`.
+/// Most buckets of one [`SortPart`]: as many as [`MAX_BINS`] bins of the buckets a block of
+/// `msm_place` stages its segment by (`PLACE_KEYS`). A part over more (a single set wider than that:
+/// windows of 24 bits) places its segments' entries one atomic each.
+pub(crate) const MAX_PART_BUCKETS: u32 = MAX_BINS * PLACE_KEYS;
+
+/// One part of the binned sort of a batch: the buckets `lo .. hi` of whole bucket sets, sorted through
+/// the temporary (its pairs from 0) before the next part reuses it. A batch whose sets have more
+/// buckets than [`MAX_PART_BUCKETS`] is sorted in several parts, so that each part's bins stay narrow
+/// enough for `msm_place` to stage its segments (with 20-bit windows and no table, 13 sets of 2^19
+/// buckets: bins of 2^13 buckets in one part, of 2^12 in two), and the temporary holds one part's
+/// entries, not the batch's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SortPart {
+    /// First bucket (key) of the part.
+    pub(crate) lo: u32,
+    /// One past its last bucket.
+    pub(crate) hi: u32,
+    /// The part's bins, over its buckets from `lo`.
+    pub(crate) bins: Bins,
+    /// Windows whose digits fall in the part: at most this many entries per point.
+    pub(crate) windows: u32,
+    /// Whether this part writes the ones' entries (the first part of each batch).
+    pub(crate) ones: bool,
+}
+
+impl SortPart {
+    /// The parts of the binned sort for `digits`: as few as keep each within [`MAX_PART_BUCKETS`]
+    /// (one at most set each when a set alone is wider), their sets as even as possible, the larger
+    /// parts first.
+    pub(crate) fn of(digits: Digits) -> Vec<SortPart> {
+        let Digits { c, windows, m } = digits;
+        let m = m.max(1);
+        let sets = windows.div_ceil(m);
+        let half = 1u32 << (c - 1);
+        let per = (MAX_PART_BUCKETS / half).max(1);
+        let parts = sets.div_ceil(per).max(1);
+        let mut out = Vec::with_capacity(parts as usize);
+        let mut first = 0;
+        for p in 0..parts {
+            let count = sets / parts + u32::from(p < sets % parts);
+            let end = first + count;
+            let (lo, hi) = (first * half, end * half);
+            out.push(SortPart {
+                lo,
+                hi,
+                bins: Bins::of(hi - lo),
+                windows: (end * m).min(windows) - (first * m).min(windows),
+                ones: p == 0,
+            });
+            first = end;
+        }
+        out
+    }
+
+    /// Checks that `self` is one of [`SortPart::of`]`(digits)`: the kernels' bounds rest on it.
+    fn check(&self, op: &'static str, digits: Digits) -> Result<(), CudaError> {
+        if SortPart::of(digits).contains(self) {
+            Ok(())
+        } else {
+            Err(CudaError::Size { op, size: self.bins.count as usize, reason: "sort part of another plan" })
+        }
+    }
+}
+
+/// `msm_bin_cursors`: where each of `part`'s bins starts in the temporary (`off` at its first bucket,
+/// less `off` at the part's first), and where the ones' entries start (`off` at the last bucket), from
+/// the buckets' offsets `off`. `cursor` holds at least the part's bins and one more.
 pub(crate) fn bin_cursors(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
     off: &CudaSlice<u32>,
-    bins: Bins,
+    part: SortPart,
     cursor: &mut CudaSlice<u32>,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
     let ones_key = count32("msm_bin_cursors", off.len().saturating_sub(1))?;
-    if off.is_empty() || ((bins.count as u64 - 1) << bins.shift) >= ones_key as u64 {
+    let bins = part.bins;
+    if off.is_empty()
+        || part.lo >= part.hi
+        || part.hi > ones_key
+        || part.lo as u64 + ((bins.count as u64 - 1) << bins.shift) >= part.hi as u64
+    {
         return Err(CudaError::Size {
             op: "msm_bin_cursors",
             size: off.len(),
             reason: "bins past the buckets",
         });
     }
-    expect_len("msm_bin_cursors", bins.count as usize + 1, cursor.len())?;
+    expect_at_least("msm_bin_cursors", bins.count as usize + 1, cursor.len())?;
     let k = gpu.msm_kernels()?;
     probe.before(gpu, stream)?;
-    // SAFETY: matches `msm_bin_cursors(const uint32_t* off, uint32_t shift, uint32_t bins, uint32_t ones_key,
-    // uint32_t* cursor)`; every bin's first bucket (b << shift, checked above) and ones_key = off.len() - 1
-    // index off, and cursor holds bins + 1 elements.
+    // SAFETY: matches `msm_bin_cursors(const uint32_t* off, uint32_t shift, uint32_t bins, uint32_t key_lo,
+    // uint32_t ones_key, uint32_t* cursor)`; every bin's first bucket (lo + (b << shift) < hi <= ones_key,
+    // checked above) and ones_key = off.len() - 1 index off, and cursor holds at least bins + 1 elements.
     unsafe {
         stream
             .launch_builder(&k.bin_cursors)
             .arg(off)
             .arg(&bins.shift)
             .arg(&bins.count)
+            .arg(&part.lo)
             .arg(&ones_key)
             .arg(cursor)
             .launch(grid("msm_bin_cursors", bins.count as usize + 1, 256)?)
@@ -92,16 +165,17 @@ pub(crate) fn bin_cursors(
     probe.after(gpu, stream, "msm_bin_cursors")
 }
 
-/// `msm_scatter_bins`: the first pass of the binned scatter. Each digit of the sets becomes a (bucket,
-/// entry) pair in `pairs`, within its bin's range (`bin_cursor` from [`bin_cursors`]); the ones'
-/// entries go to `entries` directly.
+/// `msm_scatter_bins`: the first pass of the binned scatter, for one part of the batch's sort. Each
+/// digit of the part's sets becomes a (bucket, entry) pair in `pairs`, within its bin's range
+/// (`bin_cursor` from [`bin_cursors`] for the same part); the first part writes the ones' entries to
+/// `entries` directly.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scatter_bins(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
     batch: BatchScalars<'_, '_>,
     digits: Digits,
-    bins: Bins,
+    part: SortPart,
     bin_cursor: &mut CudaSlice<u32>,
     pairs: &mut CudaSlice<u64>,
     entries: &mut CudaSlice<u32>,
@@ -109,15 +183,9 @@ pub(crate) fn scatter_bins(
 ) -> Result<(), CudaError> {
     let n32 = batch.check("msm_scatter_bins")?;
     let Digits { c, windows, m } = digits;
-    let window_buckets = buckets(c, windows, m) - 1;
-    if bins != Bins::of(window_buckets as u32) {
-        return Err(CudaError::Size {
-            op: "msm_scatter_bins",
-            size: bins.count as usize,
-            reason: "bins of another plan",
-        });
-    }
-    expect_len("msm_scatter_bins", bins.count as usize + 1, bin_cursor.len())?;
+    part.check("msm_scatter_bins", digits)?;
+    let bins = part.bins;
+    expect_at_least("msm_scatter_bins", bins.count as usize + 1, bin_cursor.len())?;
     if (batch.n as u64) * (m as u64) >= 1 << 31 {
         return Err(CudaError::Size {
             op: "msm_scatter_bins",
@@ -125,7 +193,8 @@ pub(crate) fn scatter_bins(
             reason: "base indices over 2^31",
         });
     }
-    expect_at_least("msm_scatter_bins", windows as usize * batch.n, pairs.len().min(entries.len()))?;
+    expect_at_least("msm_scatter_bins", part.windows as usize * batch.n, pairs.len())?;
+    expect_at_least("msm_scatter_bins", windows as usize * batch.n, entries.len())?;
     if windows > STAGE_PAIRS {
         return Err(CudaError::Size {
             op: "msm_scatter_bins",
@@ -133,22 +202,24 @@ pub(crate) fn scatter_bins(
             reason: "more windows than staged pairs",
         });
     }
-    let tile = scatter_tile(windows);
+    let tile = scatter_tile(part.windows);
     let cfg = staged(batch.n.div_ceil(tile as usize), SCATTER_BINS_SHARED_BYTES, "msm_scatter_bins")?;
     let k = gpu.msm_kernels()?;
     let dummy = gpu.dummy_u32.slice(..);
     let (selected, select) = batch.select_args(&dummy);
     probe.before(gpu, stream)?;
     // SAFETY: matches `msm_scatter_bins(const Fr* scalars, const uint32_t* select, uint32_t selected,
-    // uint32_t n, uint32_t c, uint32_t windows, uint32_t m, uint32_t shift, uint32_t bins, uint32_t tile,
-    // uint32_t* bin_cursor, uint2* pairs, uint32_t* entries)` (a u64 is a uint2's 8 bytes); the bins
-    // are those of the digits' buckets (checked above, and at most MAX_BINS: the shared histogram's
-    // length); a block's tile of scalars has at most STAGE_PAIRS digits (`scatter_tile`), the staged
-    // pairs' room in the dynamic shared memory the launch gives and the function is configured for
-    // (`SCATTER_BINS_SHARED_BYTES`). With the offsets of msm_count's counts for the same scalars and digits, each bin's
-    // cursor moves through exactly its buckets' range, so the sets' pairs land below off[ones_key] and
-    // the ones within their bucket's range, all below windows * n (checked above); base indices stay
-    // below 2^31 (checked above).
+    // uint32_t n, uint32_t c, uint32_t windows, uint32_t m, uint32_t shift, uint32_t bins, uint32_t key_lo,
+    // uint32_t key_hi, uint32_t ones, uint32_t tile, uint32_t* bin_cursor, uint2* pairs, uint32_t* entries)`
+    // (a u64 is a uint2's 8 bytes); the part is one of the digits' (checked above), so its bins cover
+    // its buckets and number at most MAX_BINS (the shared histogram's length), and each point has at
+    // most part.windows digits in it; a block's tile of scalars has at most STAGE_PAIRS of those
+    // (`scatter_tile`), the staged pairs' room in the dynamic shared memory the launch gives and the
+    // function is configured for (`SCATTER_BINS_SHARED_BYTES`). With the offsets of msm_count's counts
+    // for the same scalars and digits, each bin's cursor moves through exactly its buckets' range less
+    // off[lo], so the part's pairs land below off[hi] - off[lo] <= part.windows * n (pairs' length,
+    // checked above) and the ones within their bucket's range, below windows * n (entries' length);
+    // base indices stay below 2^31 (checked above).
     unsafe {
         stream
             .launch_builder(&k.scatter_bins)
@@ -161,6 +232,9 @@ pub(crate) fn scatter_bins(
             .arg(&m)
             .arg(&bins.shift)
             .arg(&bins.count)
+            .arg(&part.lo)
+            .arg(&part.hi)
+            .arg(&u32::from(part.ones))
             .arg(&tile)
             .arg(bin_cursor)
             .arg(pairs)
@@ -171,50 +245,47 @@ pub(crate) fn scatter_bins(
     probe.after(gpu, stream, "msm_scatter_bins")
 }
 
-/// `msm_place`: the second pass of the binned scatter. Each of the `off[ones]` pairs that
-/// [`scatter_bins`] wrote with `bins` for a batch of `windows * n` entries at most goes to its
-/// bucket's range in `entries` (`cursor` starts as a copy of `off`).
+/// `msm_place`: the second pass of the binned scatter, for one part of the batch's sort. Each of the
+/// `off[hi] - off[lo]` pairs that [`scatter_bins`] wrote for `part` of a batch of `n` points goes to
+/// its bucket's range in `entries` (`cursor` starts as a copy of `off`, and is shared by the parts,
+/// whose buckets are apart).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn place(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
+    digits: Digits,
+    part: SortPart,
+    n: usize,
     pairs: &CudaSlice<u64>,
     off: &CudaSlice<u32>,
-    bins: Bins,
-    most: usize,
     cursor: &mut CudaSlice<u32>,
     entries: &mut CudaSlice<u32>,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
-    let ones_key = count32("msm_place", off.len().saturating_sub(1))?;
-    if off.is_empty() {
-        return Err(CudaError::Size { op: "msm_place", size: 0, reason: "no buckets" });
-    }
+    part.check("msm_place", digits)?;
+    expect_len("msm_place", buckets(digits.c, digits.windows, digits.m), off.len())?;
     expect_len("msm_place", off.len(), cursor.len())?;
-    expect_at_least("msm_place", most, pairs.len().min(entries.len()))?;
-    if bins != Bins::of(ones_key) {
-        return Err(CudaError::Size {
-            op: "msm_place",
-            size: bins.count as usize,
-            reason: "bins of another plan",
-        });
-    }
+    let most = part.windows as usize * n;
+    expect_at_least("msm_place", most, pairs.len())?;
+    expect_at_least("msm_place", digits.windows as usize * n, entries.len())?;
     let cfg = staged(most.div_ceil(PLACE_PAIRS as usize), PLACE_SHARED_BYTES, "msm_place")?;
     let k = gpu.msm_kernels()?;
     probe.before(gpu, stream)?;
-    // SAFETY: matches `msm_place(const uint2* pairs, const uint32_t* off, uint32_t ones_key,
-    // uint32_t shift, uint32_t* cursor, uint32_t* entries)`; the kernel reads the off[ones_key] <= most
-    // pairs scatter_bins wrote with these bins (blocks past them return), each naming a bucket below
-    // ones_key whose cursor stays within its range of entries (both hold `most`); a block stages at
-    // most PLACE_PAIRS pairs over at most PLACE_KEYS buckets (more: it places them one by one), the
+    // SAFETY: matches `msm_place(const uint2* pairs, const uint32_t* off, uint32_t key_lo, uint32_t key_hi,
+    // uint32_t shift, uint32_t* cursor, uint32_t* entries)`; the part is one of the digits' (checked
+    // above: hi <= the sets' buckets, off.len() - 1); the kernel reads the off[hi] - off[lo] <= most
+    // pairs scatter_bins wrote for this part (blocks past them return), each naming a bucket of the
+    // part whose cursor stays within its range of entries (entries hold windows * n); a block stages
+    // at most PLACE_PAIRS pairs over at most PLACE_KEYS buckets (more: it places them one by one), the
     // dynamic shared memory the launch gives and the function is configured for (`PLACE_SHARED_BYTES`).
     unsafe {
         stream
             .launch_builder(&k.place)
             .arg(pairs)
             .arg(off)
-            .arg(&ones_key)
-            .arg(&bins.shift)
+            .arg(&part.lo)
+            .arg(&part.hi)
+            .arg(&part.bins.shift)
             .arg(cursor)
             .arg(entries)
             .launch(cfg)
@@ -236,6 +307,47 @@ mod tests {
         }
         assert_eq!(scatter_tile(13), 630);
         assert_eq!(scatter_tile(16), 512);
+    }
+
+    #[test]
+    fn sort_parts_cover_the_sets_once_in_bins_place_can_stage() {
+        for c in 2..=24u32 {
+            let windows = 256u32.div_ceil(c);
+            for m in [1, 2, 3, windows] {
+                let digits = Digits { c, windows, m };
+                let parts = SortPart::of(digits);
+                let half = 1u32 << (c - 1);
+                let what = format!("c {c} m {m}: {parts:?}");
+                // Whole sets, in order, each once; the windows add up; the first part takes the ones.
+                assert_eq!(parts[0].lo, 0, "{what}");
+                assert_eq!(parts.last().unwrap().hi as usize, buckets(c, windows, m) - 1, "{what}");
+                assert!(parts.windows(2).all(|w| w[0].hi == w[1].lo), "{what}");
+                assert_eq!(parts.iter().map(|p| p.windows).sum::<u32>(), windows, "{what}");
+                assert!(parts.iter().enumerate().all(|(i, p)| p.ones == (i == 0)), "{what}");
+                for p in &parts {
+                    assert!(p.lo < p.hi && p.lo % half == 0 && p.hi % half == 0, "{what}");
+                    assert_eq!(p.bins, Bins::of(p.hi - p.lo), "{what}");
+                    // A part's bins are narrow enough for msm_place to stage, unless a set alone
+                    // is too wide.
+                    let sets = (p.hi - p.lo) / half;
+                    assert!(p.hi - p.lo <= MAX_PART_BUCKETS || sets == 1, "{what}");
+                    assert!(p.bins.shift <= PLACE_KEYS.ilog2() || half > MAX_PART_BUCKETS, "{what}");
+                    assert!(p.windows <= sets * m && p.windows > (sets - 1) * m, "{what}");
+                }
+                // As few parts as that allows, as even as possible, the larger first.
+                let sets = windows.div_ceil(m);
+                let per = (MAX_PART_BUCKETS / half).max(1);
+                assert_eq!(parts.len() as u32, sets.div_ceil(per), "{what}");
+                let sizes: Vec<u32> = parts.iter().map(|p| p.hi - p.lo).collect();
+                assert!(sizes.windows(2).all(|w| w[0] >= w[1] && w[0] - w[1] <= half), "{what}");
+            }
+        }
+        // 16-bit windows: one part, as before; 20-bit windows without a table: two parts of 7 and 6
+        // sets in bins of 2^12 buckets; with a table of all 13 multiples one set, one part.
+        assert_eq!(SortPart::of(Digits { c: 16, windows: 16, m: 1 }).len(), 1);
+        let wide = SortPart::of(Digits { c: 20, windows: 13, m: 1 });
+        assert_eq!(wide.iter().map(|p| (p.windows, p.bins.shift)).collect::<Vec<_>>(), [(7, 12), (6, 12)]);
+        assert_eq!(SortPart::of(Digits { c: 20, windows: 13, m: 13 }).len(), 1);
     }
 
     #[test]

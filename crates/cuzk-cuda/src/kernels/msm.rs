@@ -11,7 +11,9 @@ use cudarc::driver::{
 };
 use cuzk_field::Curve;
 
-pub(crate) use super::binned::{bin_cursors, place, scatter_bins, Bins};
+#[cfg(test)]
+pub(crate) use super::binned::Bins;
+pub(crate) use super::binned::{bin_cursors, place, scatter_bins, SortPart};
 use super::{count as count32, expect_at_least, expect_len, grid};
 use crate::modules::CurveKernels;
 use crate::profile::Probe;

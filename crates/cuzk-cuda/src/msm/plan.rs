@@ -53,7 +53,8 @@ pub enum Sort {
     /// In two passes through a temporary of (bucket, entry) pairs grouped by runs of 1024 buckets or
     /// more (8 bytes per entry, kept once per size on the sort's stream), each pass sorting a tile of
     /// its output in shared memory (the first by run of buckets, the second by bucket) and writing it
-    /// out in runs.
+    /// out in runs. Sets of more than 2^22 buckets in all (20-bit windows without a table) are sorted
+    /// a few sets at a time through the temporary, which then holds the largest part's entries.
     #[default]
     Binned,
 }

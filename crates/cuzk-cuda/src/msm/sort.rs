@@ -125,35 +125,30 @@ pub(crate) fn sort(
             k::scatter(gpu, stream, batch, digits, &mut cursor, &mut entries, probe)?;
         }
         Sort::Binned => {
-            let bins = k::Bins::of(plan.window_buckets());
-            let mut bin_cursor = gpu.scratch().take::<u32>(stream, bins.count as usize + 1)?;
-            k::bin_cursors(gpu, stream, &off, bins, &mut bin_cursor, probe)?;
+            // The parts (one unless the sets have more buckets than `msm_place` stages in bins)
+            // go through one temporary, the first the largest.
+            let parts = k::SortPart::of(digits);
+            let first = parts[0];
+            let mut bin_cursor = gpu.scratch().take::<u32>(stream, first.bins.count as usize + 1)?;
             // Only this stream uses the pairs: one buffer per size is enough.
-            let mut pairs = gpu.scratch().take_serial::<u64>(stream, entries_len(windows, n))?;
-            k::scatter_bins(
-                gpu,
-                stream,
-                batch,
-                digits,
-                bins,
-                &mut bin_cursor,
-                &mut pairs,
-                &mut entries,
-                probe,
-            )?;
+            let mut pairs = gpu.scratch().take_serial::<u64>(stream, entries_len(first.windows, n))?;
             let mut cursor = gpu.scratch().take::<u32>(stream, buckets)?;
             stream.memcpy_dtod(&*off, &mut *cursor).during("copying bucket offsets")?;
-            k::place(
-                gpu,
-                stream,
-                &pairs,
-                &off,
-                bins,
-                windows as usize * n,
-                &mut cursor,
-                &mut entries,
-                probe,
-            )?;
+            for part in parts {
+                k::bin_cursors(gpu, stream, &off, part, &mut bin_cursor, probe)?;
+                k::scatter_bins(
+                    gpu,
+                    stream,
+                    batch,
+                    digits,
+                    part,
+                    &mut bin_cursor,
+                    &mut pairs,
+                    &mut entries,
+                    probe,
+                )?;
+                k::place(gpu, stream, digits, part, n, &pairs, &off, &mut cursor, &mut entries, probe)?;
+            }
         }
     }
     Ok(Sorted { seg: Segments { count, off }, entries })

@@ -18,7 +18,9 @@ use super::buckets;
 use super::plan::{MsmConfig, Plan, Sort};
 use super::sort;
 use super::Table;
-use crate::kernels::msm::{Bins, SCAN_BLOCK};
+#[cfg(test)]
+use crate::kernels::msm::Bins;
+use crate::kernels::msm::{Digits, SortPart, SCAN_BLOCK};
 use crate::scratch::SPARE;
 use crate::{CudaError, GpuAffine, Xyzz};
 
@@ -151,8 +153,9 @@ fn sort_takes(plan: &Plan, n: usize) -> Takes {
     match plan.sort {
         Sort::Direct => takes.take::<u32>(buckets),
         Sort::Binned => {
-            takes.take::<u32>(Bins::of(plan.window_buckets()).count as usize + 1);
-            takes.take_serial::<u64>(sort::entries_len(plan.windows, n));
+            let first = SortPart::of(Digits { c: plan.c, windows: plan.windows, m: plan.multiples })[0];
+            takes.take::<u32>(first.bins.count as usize + 1);
+            takes.take_serial::<u64>(sort::entries_len(first.windows, n));
             takes.take::<u32>(buckets);
         }
     }
@@ -295,5 +298,25 @@ mod tests {
         let wide = MsmConfig { batch: 1 << 28, ..config };
         assert!(msm_takes::<G1>(SMS, 1 << 28, table, false, &wide).is_err());
         assert!(msm_takes::<G1>(SMS, 1 << 27, table, false, &wide).is_ok());
+    }
+
+    #[test]
+    fn a_wide_untabled_batch_sorts_in_parts_through_a_temporary_of_the_largest() {
+        // 2^27 points in one batch take 20-bit windows without a table: 13 sets of 2^19 buckets,
+        // sorted in two parts of 7 and 6 sets, so the pairs are 7 x 2^27 (7.5 GB), not 13 x 2^27.
+        let one_batch = MsmConfig { batch: 1 << 27, ..MsmConfig::default() };
+        let t = msm_takes::<G1>(SMS, 1 << 27, None, false, &one_batch).unwrap();
+        let pairs: Vec<usize> = t
+            .shelves
+            .iter()
+            .filter(|(&(ty, _), _)| ty == TypeId::of::<u64>())
+            .map(|(&(_, len), _)| len)
+            .filter(|&len| len >= 1 << 27)
+            .collect();
+        assert_eq!(pairs, [sort::entries_len(7, 1 << 27)]);
+        assert_eq!(sort::entries_len(7, 1 << 27), 7 << 27);
+        // At 16 bits (batches of 2^24) one part takes all 16 windows, as before.
+        let t = msm_takes::<G1>(SMS, 1 << 24, None, false, &MsmConfig::default()).unwrap();
+        assert!(t.shelves.keys().any(|&(ty, len)| ty == TypeId::of::<u64>() && len == 16 << 24));
     }
 }
