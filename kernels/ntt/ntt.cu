@@ -91,8 +91,34 @@ extern "C" __global__ void ntt_bit_reverse_tiled(Fr* x, uint32_t log_n, Fr c, co
     }
 }
 
+// Field elements in shared memory as two arrays of 16-byte halves. Threads of a warp that read
+// consecutive elements then read consecutive 16-byte words, which the banks serve without conflict;
+// an array of whole 32-byte elements puts every 16-byte access of a warp at least two ways in
+// conflict (a quarter-warp's 8 words fall in 4 of the 8 bank groups).
+struct Halves {
+    uint4* lo;
+    uint4* hi;
+
+    // The halves of `count` elements from `base` (16-byte aligned).
+    __device__ __forceinline__ static Halves at(void* base, uint32_t count) {
+        uint4* lo = reinterpret_cast<uint4*>(base);
+        return {lo, lo + count};
+    }
+    __device__ __forceinline__ Fr get(uint32_t i) const {
+        const uint4 a = lo[i], b = hi[i];
+        Fr r;
+        r.v[0] = a.x, r.v[1] = a.y, r.v[2] = a.z, r.v[3] = a.w;
+        r.v[4] = b.x, r.v[5] = b.y, r.v[6] = b.z, r.v[7] = b.w;
+        return r;
+    }
+    __device__ __forceinline__ void set(uint32_t i, const Fr& x) const {
+        lo[i] = make_uint4(x.v[0], x.v[1], x.v[2], x.v[3]);
+        hi[i] = make_uint4(x.v[4], x.v[5], x.v[6], x.v[7]);
+    }
+};
+
 // The 2^k - 1 twiddles per column that stages s0 .. s0+k-1 of the block's 2^c columns use, into tws.
-__device__ __forceinline__ void load_twiddles(Fr* tws, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
+__device__ __forceinline__ void load_twiddles(Halves tws, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
                                               uint32_t c, uint32_t low0) {
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
@@ -100,13 +126,13 @@ __device__ __forceinline__ void load_twiddles(Fr* tws, const Fr* tw, uint32_t lo
         const uint32_t j = (i >> c) + 1;
         const uint32_t t = 31 - __clz(j);
         const uint32_t pos = j - (1u << t);
-        tws[i] = tw[((pos << s0) + low0 + (i & (cols - 1))) << (log_n - 1 - s0 - t)];
+        tws.set(i, tw[((pos << s0) + low0 + (i & (cols - 1))) << (log_n - 1 - s0 - t)]);
     }
 }
 
 // The k stages themselves on the block's elements in shared memory (data), twiddles in tws; every
 // thread of the block takes part, and the last stage is followed by a barrier.
-__device__ __forceinline__ void run_stages(Fr* data, const Fr* tws, uint32_t s0, uint32_t k, uint32_t c,
+__device__ __forceinline__ void run_stages(Halves data, Halves tws, uint32_t s0, uint32_t k, uint32_t c,
                                            uint32_t dif) {
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
@@ -118,18 +144,18 @@ __device__ __forceinline__ void run_stages(Fr* data, const Fr* tws, uint32_t s0,
             const uint32_t pos = p & ((1u << t) - 1);
             const uint32_t i0 = ((((p >> t) << (t + 1)) + pos) << c) + col;
             const uint32_t i1 = i0 + (1u << (t + c));
-            const Fr u = data[i0], v = data[i1];
+            const Fr u = data.get(i0), v = data.get(i1);
             if (s0 + t == 0) {
                 // Stage 0: every twiddle is w^0 = 1.
-                data[i0] = u + v;
-                data[i1] = u - v;
+                data.set(i0, u + v);
+                data.set(i1, u - v);
             } else if (dif) {
-                data[i0] = u + v;
-                data[i1] = (u - v) * tws[(((1u << t) - 1 + pos) << c) + col];
+                data.set(i0, u + v);
+                data.set(i1, (u - v) * tws.get((((1u << t) - 1 + pos) << c) + col));
             } else {
-                const Fr vw = v * tws[(((1u << t) - 1 + pos) << c) + col];
-                data[i0] = u + vw;
-                data[i1] = u - vw;
+                const Fr vw = v * tws.get((((1u << t) - 1 + pos) << c) + col);
+                data.set(i0, u + vw);
+                data.set(i1, u - vw);
             }
         }
         __syncthreads();
@@ -147,24 +173,23 @@ __device__ __forceinline__ void run_stages(Fr* data, const Fr* tws, uint32_t s0,
 // stages. Block b takes 2^c adjacent columns (low0 .. low0 + 2^c - 1, c <= s0), so that its loads and
 // stores run over 2^c consecutive elements. It brings them and the 2^k - 1 twiddles per column its
 // stages use into shared memory (element j of column q at j * 2^c + q; stage t's twiddles at
-// (2^t - 1 + p) * 2^c + q), runs the stages there and writes the elements back.
+// (2^t - 1 + p) * 2^c + q; both as halves), runs the stages there and writes the elements back.
 extern "C" __global__ void ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c,
                                    uint32_t dif) {
     extern __shared__ Fr sh[];
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
-    Fr* data = sh;
-    Fr* tws = sh + size;
+    const Halves data = Halves::at(sh, size), tws = Halves::at(sh + size, size);
     const uint32_t groups = 1u << (s0 - c);  // column groups per 2^(s0+k) block of rows
     const uint32_t low0 = (blockIdx.x & (groups - 1)) << c;
     const size_t base = ((size_t)(blockIdx.x >> (s0 - c)) << (s0 + k)) + low0;
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
-        data[i] = x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))];
+        data.set(i, x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))]);
     load_twiddles(tws, tw, log_n, s0, k, c, low0);
     __syncthreads();
     run_stages(data, tws, s0, k, c, dif);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
-        x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))] = data[i];
+        x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))] = data.get(i);
 }
 
 // The witness map's turn from interpolation to evaluation on the coset, on each block of 2^k
@@ -178,19 +203,18 @@ extern "C" __global__ void ntt_pass_turn(Fr* x, const Fr* itw, const Fr* tw, uin
                                         const Fr* lo, const Fr* hi, uint32_t lo_bits) {
     extern __shared__ Fr sh[];
     const uint32_t size = 1u << k;
-    Fr* data = sh;
-    Fr* tws = sh + size;
+    const Halves data = Halves::at(sh, size), tws = Halves::at(sh + size, size);
     const size_t base = (size_t)blockIdx.x << k;
-    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) data[i] = x[base + i];
+    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) data.set(i, x[base + i]);
     load_twiddles(tws, itw, log_n, 0, k, 0, 0);
     __syncthreads();
     run_stages(data, tws, 0, k, 0, 1);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
-        data[i] = data[i] * power(lo, hi, lo_bits, bit_reverse((uint32_t)base + i, log_n));
+        data.set(i, data.get(i) * power(lo, hi, lo_bits, bit_reverse((uint32_t)base + i, log_n)));
     load_twiddles(tws, tw, log_n, 0, k, 0, 0);
     __syncthreads();
     run_stages(data, tws, 0, k, 0, 0);
-    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) x[base + i] = data[i];
+    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) x[base + i] = data.get(i);
 }
 
 // x[i] *= c (and by s^i when `powers` is set, or by s^rev(i) when `rev_bits` is not 0, rev reversing

@@ -178,7 +178,7 @@ pub fn ntt_pass(
     let tile = 1u32 << (k + c);
     let cfg = LaunchConfig {
         grid_dim: ((n >> (k + c)) as u32, 1, 1),
-        block_dim: ((tile / 2).min(256), 1, 1),
+        block_dim: (pass_threads(tile), 1, 1),
         shared_mem_bytes: 2 * tile * std::mem::size_of::<GpuFr>() as u32,
     };
     let dif = u32::from(decimation == Decimation::Frequency);
@@ -236,7 +236,7 @@ pub fn ntt_pass_turn(
     let tile = 1u32 << k;
     let cfg = LaunchConfig {
         grid_dim: ((n >> k) as u32, 1, 1),
-        block_dim: ((tile / 2).min(256), 1, 1),
+        block_dim: (pass_threads(tile), 1, 1),
         shared_mem_bytes: 2 * tile * std::mem::size_of::<GpuFr>() as u32,
     };
     probe.before(gpu, stream)?;
@@ -260,6 +260,14 @@ pub fn ntt_pass_turn(
     .during("ntt_pass_turn")?;
     probe.after(gpu, stream, "ntt_pass")?;
     Ok(())
+}
+
+/// Threads of an [`ntt_pass`] or [`ntt_pass_turn`] block of `tile` elements: two butterflies a stage
+/// each (`tile / 4`, 32 to 256). On the H200 (docs/benchmarks/cuda-field-ntt.md) one butterfly a
+/// thread is slower (a 2^24 strided pass with 512 threads: 1.85 ms against 1.64; the first pass of a
+/// 2^27 transform, tiles of 512, 13.2 ms against 12.3 with 128 threads), and so is four (1.71 ms).
+fn pass_threads(tile: u32) -> u32 {
+    (tile / 4).clamp(32, 256)
 }
 
 /// Most stages one [`ntt_pass`] runs.
