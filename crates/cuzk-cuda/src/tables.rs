@@ -5,7 +5,7 @@
 use cuzk_field::{Curve, CurveId, G1, G2};
 use cuzk_groth16::PreparedKey;
 
-use crate::msm::{self, GpuBases, Table};
+use crate::msm::{self, Batching, GpuBases, Plan, Table};
 use crate::{CudaBackend, CudaError};
 
 /// Tables [`CudaBackend::precompute_tables`] tries, best first: (window bits, multiples per point,
@@ -81,7 +81,7 @@ struct MsmShape {
     curve: CurveId,
     points: usize,
     table: Option<Table>,
-    batch: Option<usize>,
+    batching: Batching,
     host: bool,
 }
 
@@ -91,10 +91,28 @@ impl MsmShape {
             curve: C::ID,
             points: bases.kept(),
             table: bases.table(),
-            batch: bases.batch(),
+            batching: bases.batching(),
             host: !bases.is_resident(),
         }
     }
+}
+
+/// Whether the MSM named `msm` of a key sums over the witness (A, B, L: mostly zeros, ones and small
+/// values in real circuits) rather than over random scalars (H, the quotient's coefficients).
+fn witness_scalars(msm: &str) -> bool {
+    msm != "h"
+}
+
+/// The window width a widened batch of `batch` points takes without a table, where the call's
+/// config leaves it open: the narrow rule ([`Plan::default_window`], 16 bits from 2^23 points) for
+/// MSMs over the witness, the curve's rule (20 bits for G1 batches from 2^25 points) otherwise. On
+/// the H200, G1 2^27 in one batch with witness-like scalars (45% zeros, 45% ones, 8% 16-bit, 2%
+/// random): 86.7 ms at 16 bits against 121.9 at 20 (docs/benchmarks/cuda-msm.md); the 13 sets of
+/// 2^19 buckets cost their reduction whatever the scalars, and sparse scalars leave few additions to
+/// save.
+fn widened_window(msm: &str, batch: usize, table: Option<Table>, config: &crate::MsmConfig) -> Option<u32> {
+    (witness_scalars(msm) && table.is_none() && config.window_bits.is_none())
+        .then(|| Plan::default_window(batch))
 }
 
 /// The shapes of `key`'s five MSMs, in the order of [`precompute_tables`](CudaBackend::precompute_tables):
@@ -139,7 +157,11 @@ impl CudaBackend {
             .iter()
             .map(|s| {
                 let config = self.msm_config();
-                let config = crate::MsmConfig { batch: s.batch.unwrap_or(config.batch), ..config };
+                let config = crate::MsmConfig {
+                    batch: s.batching.batch.unwrap_or(config.batch),
+                    window_bits: s.batching.window.or(config.window_bits),
+                    ..config
+                };
                 match s.curve {
                     CurveId::G1 => msm::msm_takes::<G1>(sms, s.points, s.table, s.host, &config),
                     CurveId::G2 => msm::msm_takes::<G2>(sms, s.points, s.table, s.host, &config),
@@ -223,9 +245,10 @@ impl CudaBackend {
     /// batches). Fewer batches mean fewer bucket reductions and less of the sort left out of the
     /// overlap with the sums, and wider default windows for G1 ([`crate::msm::WIDE_WINDOW_FROM`]):
     /// on the H200, G1 2^27 random in one batch at 20 bits 718.8 ms against 839.5 in batches of 2^24;
-    /// 2^26 with a table 332.4 against 339.4 (docs/benchmarks/cuda-msm.md). The MSMs are served in
-    /// the order of [`CudaBackend::precompute_tables`]; each takes the fewest batches whose buffers
-    /// fit (batches of `ceil(kept / 2^j)` points), or keeps its own. Call it before
+    /// 2^26 with a table 332.4 against 339.4 (docs/benchmarks/cuda-msm.md). The wider windows are
+    /// for H's random scalars: the MSMs over the witness (A, B, L) keep 16 bits (`widened_window`).
+    /// The MSMs are served in the order of [`CudaBackend::precompute_tables`]; each takes the fewest
+    /// batches whose buffers fit (batches of `ceil(kept / 2^j)` points), or keeps its own. Call it before
     /// [`CudaBackend::reserve_msm_workspace`]. Returns one line per MSM given larger batches.
     pub fn widen_batches(
         &self,
@@ -259,8 +282,10 @@ impl CudaBackend {
         let (free, _) = self.gpu().memory()?;
         let candidates = (0..usize::BITS).map(|j| kept.div_ceil(1 << j)).take_while(|&b| b > now);
         for batch in candidates {
+            let batching =
+                Batching { batch: Some(batch), window: widened_window(msm, batch, bases.table(), &config) };
             let mut with = *shapes;
-            with[index].batch = Some(batch);
+            with[index].batching = batching;
             let workspace = match self.workspace_for(&with) {
                 Ok(w) => w,
                 // A batch the sort refuses (2^31 points, 2^32 entries) is no candidate.
@@ -270,11 +295,38 @@ impl CudaBackend {
             if workspace.saturating_add(keep_free) > free {
                 continue;
             }
-            bases.set_batch(Some(batch))?;
-            shapes[index].batch = Some(batch);
-            let (plan, _, _) = msm::plan_for::<C>(kept, bases.table(), Some(batch), &config)?;
+            bases.set_batch(batching.batch)?;
+            bases.set_window(batching.window)?;
+            shapes[index].batching = batching;
+            let (plan, _, _) = msm::plan_for::<C>(kept, bases.table(), batching, &config)?;
             return Ok(Some(BatchReport { msm, batch, batches: kept.div_ceil(batch), window_bits: plan.c }));
         }
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MsmConfig;
+
+    #[test]
+    fn widened_witness_msms_keep_narrow_windows_and_h_takes_the_curves_rule() {
+        let config = MsmConfig::default();
+        for msm in ["a", "b_g1", "l", "b_g2"] {
+            assert_eq!(widened_window(msm, 1 << 27, None, &config), Some(16), "{msm}");
+            assert_eq!(widened_window(msm, 1 << 12, None, &config), Some(Plan::default_window(1 << 12)));
+        }
+        assert_eq!(widened_window("h", 1 << 27, None, &config), None);
+        // A table fixes its window; a window the config sets stays.
+        let table = Some(Table { window_bits: 20, multiples: 13 });
+        assert_eq!(widened_window("l", 1 << 27, table, &config), None);
+        let fixed = MsmConfig { window_bits: Some(18), ..config };
+        assert_eq!(widened_window("l", 1 << 27, None, &fixed), None);
+        // The plans the widened MSMs run with: H at 20 bits, L at 16, both in one batch of 2^27.
+        let one = |window| Batching { batch: Some(1 << 27), window };
+        let (h, _, h_len) = msm::plan_for::<G1>(1 << 27, None, one(None), &config).unwrap();
+        let (l, _, l_len) = msm::plan_for::<G1>(1 << 27, None, one(Some(16)), &config).unwrap();
+        assert_eq!((h.c, h_len, l.c, l_len), (20, 1 << 27, 16, 1 << 27));
     }
 }

@@ -58,9 +58,19 @@ pub struct GpuBases<C: Curve> {
     /// With a table: the window width it was built for and the multiples per point (`points` then
     /// holds `kept * multiples` points, point-major).
     table: Option<Table>,
-    /// Most points per batch of an MSM on these bases, where it was chosen for them
-    /// ([`GpuBases::set_batch`]); `None` leaves it to the [`crate::MsmConfig`] of the call.
-    batch: Option<usize>,
+    /// Batch size and window width chosen for these bases ([`GpuBases::set_batch`],
+    /// [`GpuBases::set_window`]); what is `None` there is left to the [`crate::MsmConfig`] of the call.
+    batching: Batching,
+}
+
+/// The batch size and window width chosen for one MSM's bases, over the backend-wide
+/// [`crate::MsmConfig`]: `None` leaves each to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Batching {
+    /// Most points per batch.
+    pub batch: Option<usize>,
+    /// Window width of batches without a table (a table fixes its own).
+    pub window: Option<u32>,
 }
 
 /// The precomputed multiples of [`GpuBases`], as [`GpuBases::table`] reports them.
@@ -80,7 +90,14 @@ impl<C: Curve> GpuBases<C> {
             Stored::Host(p) => Points::Host(p),
         };
         if self.kept == 0 {
-            return MsmBases { points, select: None, len: 0, scalars: self.len, table: None, batch: None };
+            return MsmBases {
+                points,
+                select: None,
+                len: 0,
+                scalars: self.len,
+                table: None,
+                batching: self.batching,
+            };
         }
         MsmBases {
             points,
@@ -88,7 +105,7 @@ impl<C: Curve> GpuBases<C> {
             len: self.kept,
             scalars: self.len,
             table: self.table,
-            batch: self.batch,
+            batching: self.batching,
         }
     }
 
@@ -98,13 +115,32 @@ impl<C: Curve> GpuBases<C> {
         if batch == Some(0) {
             return Err(CudaError::Size { op: "msm", size: 0, reason: "batch size must be positive" });
         }
-        self.batch = batch;
+        self.batching.batch = batch;
         Ok(())
     }
 
     /// The most points per batch chosen for these bases ([`GpuBases::set_batch`]), if any.
     pub fn batch(&self) -> Option<usize> {
-        self.batch
+        self.batching.batch
+    }
+
+    /// Sets the window width of MSMs on these bases without a table, over the
+    /// [`crate::MsmConfig::window_bits`] of the call (`None` goes back to that). Fails outside 2..=24.
+    pub fn set_window(&mut self, window: Option<u32>) -> Result<(), CudaError> {
+        if let Some(c) = window.filter(|c| !(2..=super::MAX_WINDOW_BITS).contains(c)) {
+            return Err(CudaError::Size {
+                op: "msm",
+                size: c as usize,
+                reason: "window width must be 2..=24",
+            });
+        }
+        self.batching.window = window;
+        Ok(())
+    }
+
+    /// The batch size and window width chosen for these bases.
+    pub fn batching(&self) -> Batching {
+        self.batching
     }
 
     /// Replaces the resident points by a table of `multiples` multiples per point, `2^(c·j)·P` for
@@ -235,7 +271,7 @@ pub(crate) fn upload<C: Curve>(
     let kept = host.len();
     if kept == 0 {
         let points = Stored::Device(gpu.zeros(stream, 1)?);
-        return Ok(GpuBases { points, select: None, kept, len, table: None, batch: None });
+        return Ok(GpuBases { points, select: None, kept, len, table: None, batching: Batching::default() });
     }
     let select = select.map(|s| gpu.upload(stream, &s)).transpose()?;
     let bytes = std::mem::size_of_val(host.as_slice());
@@ -254,7 +290,7 @@ pub(crate) fn upload<C: Curve>(
         pinned.as_mut_slice().during("filling pinned bases")?.copy_from_slice(&host);
         Stored::Host(pinned)
     };
-    Ok(GpuBases { points, select, kept, len, table: None, batch: None })
+    Ok(GpuBases { points, select, kept, len, table: None, batching: Batching::default() })
 }
 
 /// Where an MSM's bases are.
@@ -285,8 +321,8 @@ pub struct MsmBases<'a, C: Curve> {
     scalars: usize,
     /// With a table: its window width and multiples per point.
     pub(crate) table: Option<Table>,
-    /// Most points per batch, over the call's [`crate::MsmConfig::batch`].
-    pub(crate) batch: Option<usize>,
+    /// Batch size and window width, over the call's [`crate::MsmConfig`].
+    pub(crate) batching: Batching,
 }
 
 impl<'a, C: Curve> MsmBases<'a, C> {
@@ -298,7 +334,7 @@ impl<'a, C: Curve> MsmBases<'a, C> {
             len: points.len(),
             scalars: points.len(),
             table: None,
-            batch: None,
+            batching: Batching::default(),
         }
     }
 
@@ -310,7 +346,7 @@ impl<'a, C: Curve> MsmBases<'a, C> {
             len: points.len(),
             scalars: points.len(),
             table: None,
-            batch: None,
+            batching: Batching::default(),
         }
     }
 

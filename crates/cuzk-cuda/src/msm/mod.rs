@@ -25,7 +25,7 @@ use cuzk_field::Projective;
 pub use cuzk_field::{Curve, G1, G2};
 
 pub(crate) use bases::{upload as upload_bases, MSM_RESERVE};
-pub use bases::{GpuBases, MsmBases, Points, Residency, Table};
+pub use bases::{Batching, GpuBases, MsmBases, Points, Residency, Table};
 pub use plan::{
     batch_affine_from, FirstRound, MsmConfig, Plan, Sort, MAX_WINDOW_BITS, WIDE_WINDOW_BITS, WIDE_WINDOW_FROM,
 };
@@ -96,15 +96,16 @@ impl<C: Curve> std::fmt::Debug for PendingMsm<'_, C> {
 }
 
 /// The plan of an MSM over `n` points (`n` > 0), with `table`'s multiples per point or none, in
-/// batches of at most `batch` points (the bases' own choice) or else `config.batch`: the plan of its
-/// batches, the multiples per point and the batch length.
+/// batches of at most `batching.batch` points (the bases' own choice) or else `config.batch`, at
+/// `batching.window` or else `config.window_bits` without a table: the plan of its batches, the
+/// multiples per point and the batch length.
 pub(crate) fn plan_for<C: Curve>(
     n: usize,
     table: Option<Table>,
-    batch: Option<usize>,
+    batching: Batching,
     config: &MsmConfig,
 ) -> Result<(Plan, usize, usize), CudaError> {
-    let batch = batch.unwrap_or(config.batch);
+    let batch = batching.batch.unwrap_or(config.batch);
     if batch == 0 {
         return Err(CudaError::Size { op: "msm", size: 0, reason: "batch size must be positive" });
     }
@@ -112,7 +113,7 @@ pub(crate) fn plan_for<C: Curve>(
     // A table fixes the window width; its multiples share bucket sets.
     let (plan, m) = match table {
         Some(t) => (Plan::with_multiples(batch_len, t.window_bits, t.multiples)?, t.multiples as usize),
-        None => (Plan::for_curve(C::ID, batch_len, config.window_bits)?, 1),
+        None => (Plan::for_curve(C::ID, batch_len, batching.window.or(config.window_bits))?, 1),
     };
     let plan = plan
         .with_first_round(C::ID, config.first_round, config.batch_chains, batch_len)
@@ -143,7 +144,7 @@ pub fn msm_start<'g, C: Curve>(
         return Ok(PendingMsm { last: None, total: Projective::<C>::zero() });
     }
     let (compute, side, copy) = (gpu.compute_stream(), gpu.side_stream(), gpu.copy_stream());
-    let (plan, m, batch_len) = plan_for::<C>(n, bases.table, bases.batch, config)?;
+    let (plan, m, batch_len) = plan_for::<C>(n, bases.table, bases.batching, config)?;
     let ranges: Vec<std::ops::Range<usize>> =
         (0..n).step_by(batch_len).map(|s| s..(s + batch_len).min(n)).collect();
     let sort_batch = |r: &std::ops::Range<usize>, probe: &mut Probe| match bases.select {

@@ -121,7 +121,7 @@ pub(crate) fn msm_takes<C: Curve>(
     if points == 0 {
         return Ok(takes);
     }
-    let (plan, m, batch_len) = super::plan_for::<C>(points, table, None, config)?;
+    let (plan, m, batch_len) = super::plan_for::<C>(points, table, super::Batching::default(), config)?;
     let last = points - (points - 1) / batch_len * batch_len;
     let sizes: &[usize] = if last == batch_len { &[batch_len] } else { &[batch_len, last] };
     for &n in sizes {
