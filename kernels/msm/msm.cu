@@ -199,7 +199,7 @@ extern "C" __global__ void msm_bin_cursors(const uint32_t* off, uint32_t shift, 
 }
 
 // Block x takes scalars [x tile, x tile + tile), tile <= STAGE_THREADS * STAGE_SCALARS_PER_THREAD and
-// tile * windows <= STAGE_PAIRS (the host's choice); bins <= STAGE_BINS. bin_cursor comes from
+// tile times the part's windows <= STAGE_PAIRS (the host's choice); bins <= STAGE_BINS. bin_cursor comes from
 // msm_bin_cursors; pairs[p] = (key, entry) for each digit of the part's sets (keys key_lo .. key_hi),
 // entries as in msm_scatter; the ones are written to entries directly when `ones` is set (by one part
 // of a batch). Dynamic shared memory: STAGE_PAIRS pairs and 2 STAGE_BINS words.

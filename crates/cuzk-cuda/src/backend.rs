@@ -336,10 +336,14 @@ impl CudaBackend {
     /// twice on all-zero scalars, as a proof issues them, so every buffer a proof's MSMs take is on its
     /// shelf and no proof with this key allocates MSM memory. Returns the device bytes the MSM buffers
     /// hold now. Call it before [`CudaBackend::reserve_partition_slots`], which counts the memory left.
+    /// The key's MSMs claim those buffers: when the key is dropped, the buffers no other key's claim
+    /// needs are freed.
     pub fn reserve_msm_workspace(&self, key: &PreparedKey<CudaBackend>) -> Result<usize, CudaError> {
-        // The shelves keep what this key's MSMs take, however large, instead of freeing the excess.
+        // The shelves keep what this key's MSMs take, however large, instead of freeing the excess,
+        // for as long as the key lives (its MSMs' claims).
         let scratch = self.gpu.scratch();
         scratch.keep_at_least(scratch.owned_bytes().saturating_add(self.msm_workspace_estimate(key)?));
+        self.claim_workspace(key)?;
         let g1 = key.g1_bases();
         let g2 = key.g2_bases();
         let longest = g1.iter().map(|b| b.msm_bases().scalars()).chain([g2.msm_bases().scalars()]).max();

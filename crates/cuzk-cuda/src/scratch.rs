@@ -14,6 +14,10 @@
 //! reuses one. Buffers only the compute stream touches ([`Scratch::take_serial`]: the bucket sums'
 //! partials, the batched round's chains) gain nothing from a second one, as the MSMs on that stream
 //! run one after another anyway: their shelves reuse a buffer as soon as it is back.
+//!
+//! A key's MSMs claim the buffers their reserve made ([`Scratch::claim`], counted from their plans);
+//! when the key goes (its bases dropped), its claims go with it and the free buffers of shelves no
+//! other claim needs are freed, so a daemon that evicts keys does not keep their buffers.
 
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, VecDeque};
@@ -32,7 +36,14 @@ pub const SPARE: usize = 2;
 const KEPT_BYTES: usize = 24 << 30;
 
 /// A shelf's key: element type and length.
-type Key = (TypeId, usize);
+pub(crate) type Key = (TypeId, usize);
+
+/// What a claim needs of one shelf: the bytes of one buffer and how many buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Need {
+    pub(crate) bytes: usize,
+    pub(crate) count: usize,
+}
 
 #[derive(Debug)]
 struct Shelf<B> {
@@ -57,13 +68,70 @@ pub(crate) struct Shelves<B> {
     owned_bytes: usize,
     /// Free bytes kept at most.
     kept_bytes: usize,
+    /// Free bytes kept at most when nothing claims more ([`Shelves::new`]).
+    base_kept: usize,
     /// Buffers allocated because the shelf was short.
     misses: u64,
+    /// What each live claim needs, by shelf.
+    claims: HashMap<u64, HashMap<Key, Need>>,
+    next_claim: u64,
 }
 
 impl<B> Shelves<B> {
     pub(crate) fn new(kept_bytes: usize) -> Self {
-        Self { shelves: HashMap::new(), free_bytes: 0, owned_bytes: 0, kept_bytes, misses: 0 }
+        Self {
+            shelves: HashMap::new(),
+            free_bytes: 0,
+            owned_bytes: 0,
+            kept_bytes,
+            base_kept: kept_bytes,
+            misses: 0,
+            claims: HashMap::new(),
+            next_claim: 0,
+        }
+    }
+
+    /// Records that someone needs `needs` (buffers per shelf) from now on; returns the claim's id.
+    pub(crate) fn claim(&mut self, needs: HashMap<Key, Need>) -> u64 {
+        let id = self.next_claim;
+        self.next_claim += 1;
+        self.claims.insert(id, needs);
+        id
+    }
+
+    /// The most buffers of `key` any live claim needs.
+    fn needed(&self, key: &Key) -> usize {
+        self.claims.values().filter_map(|c| c.get(key)).map(|n| n.count).max().unwrap_or(0)
+    }
+
+    /// Drops claim `id`: the free buffers of its shelves beyond what the other claims need are
+    /// handed back to be freed, and the free bytes kept come down to what the claims left need (or
+    /// the limit the shelves started with). Buffers in use stay counted, and go back to their shelf
+    /// or are freed when they come back, as [`Shelves::give`] decides.
+    pub(crate) fn release(&mut self, id: u64) -> Vec<B> {
+        let Some(gone) = self.claims.remove(&id) else {
+            return Vec::new();
+        };
+        let mut freed = Vec::new();
+        for (key, need) in gone {
+            let keep = self.needed(&key);
+            let Some(shelf) = self.shelves.get_mut(&key) else { continue };
+            while shelf.owned > keep {
+                let Some(b) = shelf.free.pop_back() else { break };
+                shelf.owned -= 1;
+                self.free_bytes -= need.bytes;
+                self.owned_bytes -= need.bytes;
+                freed.push(b);
+            }
+        }
+        let mut needed: HashMap<Key, Need> = HashMap::new();
+        for (&key, &n) in self.claims.values().flatten() {
+            let e = needed.entry(key).or_insert(Need { count: 0, ..n });
+            e.count = e.count.max(n.count);
+        }
+        let claimed = needed.values().map(|n| n.bytes * n.count).sum::<usize>();
+        self.kept_bytes = self.base_kept.max(claimed);
+        freed
     }
 
     /// A buffer for `key` from its shelf once the shelf owns at least `spare` of them, or `None` when
@@ -211,6 +279,33 @@ impl Scratch {
     pub(crate) fn keep_at_least(&self, bytes: usize) {
         self.lock().keep_at_least(bytes);
     }
+
+    /// Claims `needs` (buffers per shelf) until the returned [`Claim`] is dropped.
+    pub(crate) fn claim(self: &Arc<Self>, needs: HashMap<Key, Need>) -> Claim {
+        let id = self.lock().claim(needs);
+        Claim { id, home: self.clone() }
+    }
+}
+
+/// Buffers someone needs on a device's shelves (a key's MSM): while it lives, the shelves keep them;
+/// dropped, the shelves free the free buffers no other claim needs.
+pub(crate) struct Claim {
+    id: u64,
+    home: Arc<Scratch>,
+}
+
+impl std::fmt::Debug for Claim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Claim").field("id", &self.id).finish()
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        // Freed outside the lock (in stream order, after their last users).
+        let freed = self.home.lock().release(self.id);
+        drop(freed);
+    }
 }
 
 /// A device buffer from a [`Scratch`], back on its shelf when dropped.
@@ -304,6 +399,38 @@ mod tests {
         assert_eq!(s.give(key(8), 32, "x"), None);
         assert_eq!((s.take(key(8), 32, 1), s.take(key(8), 32, 1)), (Some("y"), Some("x")));
         assert_eq!((s.misses, s.owned_bytes), (2, 64));
+    }
+
+    #[test]
+    fn a_released_claim_frees_the_free_buffers_no_other_claim_needs() {
+        let mut s: Shelves<&'static str> = Shelves::new(10);
+        let need = |count| Need { bytes: 32, count };
+        // Two keys' MSMs: both need two buffers of length 8; only the first needs length 9.
+        let first = s.claim(HashMap::from([(key(8), need(2)), (key(9), need(1))]));
+        let second = s.claim(HashMap::from([(key(8), need(2))]));
+        s.keep_at_least(96);
+        for (k, b) in [(8, "x"), (8, "y"), (9, "z")] {
+            assert_eq!(s.take(key(k), 32, SPARE), None);
+            assert_eq!(s.give(key(k), 32, b), None);
+        }
+        assert_eq!((s.owned_bytes, s.free_bytes), (96, 96));
+        // The first goes: its shelf of 9 empties, the shared shelf keeps both buffers.
+        assert_eq!(s.release(first), ["z"]);
+        assert_eq!((s.owned_bytes, s.free_bytes, s.kept_bytes), (64, 64, 64));
+        // The second goes: nothing is claimed, every free buffer is freed, the limit is the first.
+        let mut freed = s.release(second);
+        freed.sort();
+        assert_eq!(freed, ["x", "y"]);
+        assert_eq!((s.owned_bytes, s.free_bytes, s.kept_bytes), (0, 0, 10));
+        // A claim released twice, or never made, frees nothing.
+        assert!(s.release(second).is_empty() && s.release(77).is_empty());
+        // A buffer in use when its claim goes stays counted; coming back beyond the limit, it is freed.
+        let third = s.claim(HashMap::from([(key(8), need(1))]));
+        assert_eq!(s.take(key(8), 32, SPARE), None);
+        assert!(s.release(third).is_empty());
+        assert_eq!(s.owned_bytes, 32);
+        assert_eq!(s.give(key(8), 32, "w"), Some("w"));
+        assert_eq!(s.owned_bytes, 0);
     }
 
     #[test]

@@ -149,26 +149,39 @@ fn serve<R>(
 }
 
 impl CudaBackend {
+    /// The scratch buffers an MSM of `shape` takes, counted from its plans.
+    fn takes_of(&self, shape: &MsmShape) -> Result<msm::Takes, CudaError> {
+        let sms = self.gpu().info().multiprocessors.max(1) as u32;
+        let config = self.msm_config();
+        let config = crate::MsmConfig {
+            batch: shape.batching.batch.unwrap_or(config.batch),
+            window_bits: shape.batching.window.or(config.window_bits),
+            ..config
+        };
+        match shape.curve {
+            CurveId::G1 => msm::msm_takes::<G1>(sms, shape.points, shape.table, shape.host, &config),
+            CurveId::G2 => msm::msm_takes::<G2>(sms, shape.points, shape.table, shape.host, &config),
+        }
+    }
+
     /// Device bytes the MSM buffers of a key whose MSMs have `shapes` take once
     /// [`CudaBackend::reserve_msm_workspace`] has run (an upper bound, counted from their plans).
     fn workspace_for(&self, shapes: &[MsmShape]) -> Result<usize, CudaError> {
-        let sms = self.gpu().info().multiprocessors.max(1) as u32;
-        let takes = shapes
-            .iter()
-            .map(|s| {
-                let config = self.msm_config();
-                let config = crate::MsmConfig {
-                    batch: s.batching.batch.unwrap_or(config.batch),
-                    window_bits: s.batching.window.or(config.window_bits),
-                    ..config
-                };
-                match s.curve {
-                    CurveId::G1 => msm::msm_takes::<G1>(sms, s.points, s.table, s.host, &config),
-                    CurveId::G2 => msm::msm_takes::<G2>(sms, s.points, s.table, s.host, &config),
-                }
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let takes = shapes.iter().map(|s| self.takes_of(s)).collect::<Result<Vec<_>, _>>()?;
         Ok(msm::shelved_bytes(&takes))
+    }
+
+    /// Has each of `key`'s MSMs claim the shelves' buffers its plans count ([`crate::scratch`]),
+    /// replacing what it claimed before: the shelves keep them while the key lives, and free those no
+    /// other key needs when it goes.
+    pub(crate) fn claim_workspace(&self, key: &PreparedKey<CudaBackend>) -> Result<(), CudaError> {
+        let scratch = self.gpu().scratch();
+        for bases in key.g1_bases() {
+            bases.set_claim(scratch.claim(self.takes_of(&MsmShape::of(bases))?.needs()));
+        }
+        let g2 = key.g2_bases();
+        g2.set_claim(scratch.claim(self.takes_of(&MsmShape::of(g2))?.needs()));
+        Ok(())
     }
 
     /// Device bytes [`CudaBackend::reserve_msm_workspace`] will hold for `key`'s MSMs as they are now

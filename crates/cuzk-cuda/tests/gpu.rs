@@ -719,6 +719,40 @@ fn msm_large_sizes_match_the_closed_form() {
 // ---- Groth16 ----
 
 #[test]
+fn a_dropped_keys_msm_buffers_are_freed_and_a_remaining_keys_stay() {
+    // Two keys of one shape share the shelves' buffers: dropping one frees nothing the other needs
+    // (its proofs allocate none), dropping both frees them all.
+    let gpu = backend();
+    let mut rng = seeded_rng("scratch_claims");
+    let circuit = Synthetic::with_log_rows(12, rng.gen()).with_bit_share(400);
+    let pk = keygen(circuit, &mut rng);
+    let cpu_key = PreparedKey::new(&CpuBackend, pk.clone()).unwrap();
+    let scratch = gpu.gpu().scratch().clone();
+    let before = scratch.owned_bytes();
+    let first = PreparedKey::new(&gpu, pk.clone()).unwrap();
+    let second = PreparedKey::new(&gpu, pk).unwrap();
+    let held = gpu.reserve_msm_workspace(&first).unwrap();
+    assert!(held > before, "the reserve made buffers");
+    assert_eq!(gpu.reserve_msm_workspace(&second).unwrap(), held, "one shape, one set of buffers");
+    drop(first);
+    assert_eq!(scratch.owned_bytes(), held, "the second key needs every buffer the first had");
+    let misses = scratch.misses();
+    let syn = synthesize(circuit, &SynthesisOptions::default()).unwrap();
+    let options = ProveOptions::default();
+    let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+    let (on_gpu, _) = prove(&gpu, &second, &syn, r, s, &options).unwrap();
+    let (on_cpu, _) = prove(&CpuBackend, &cpu_key, &syn, r, s, &options).unwrap();
+    assert_eq!(on_gpu, on_cpu);
+    assert_eq!(scratch.misses(), misses, "a proof allocated MSM buffers after the other key went");
+    drop(second);
+    assert_eq!(
+        scratch.owned_bytes(),
+        before,
+        "buffers left on the shelves after the last key went (a shelf its MSMs took but their count missed)"
+    );
+}
+
+#[test]
 fn widened_batches_fit_the_memory_given_and_proofs_stay_equal() {
     let mut rng = seeded_rng("groth16_batches");
     // Batches of 256 points, so that a small key's MSMs have many and can be given fewer.

@@ -110,6 +110,12 @@ impl SortPart {
         out
     }
 
+    /// The most bins of any of `parts` (not always the first's: a part of more buckets may take
+    /// wider bins, fewer of them, than a smaller one).
+    pub(crate) fn most_bins(parts: &[SortPart]) -> usize {
+        parts.iter().map(|p| p.bins.count as usize).max().unwrap_or(1)
+    }
+
     /// Checks that `self` is one of [`SortPart::of`]`(digits)`: the kernels' bounds rest on it.
     fn check(&self, op: &'static str, digits: Digits) -> Result<(), CudaError> {
         if SortPart::of(digits).contains(self) {
@@ -334,6 +340,10 @@ mod tests {
                     assert!(p.bins.shift <= PLACE_KEYS.ilog2() || half > MAX_PART_BUCKETS, "{what}");
                     assert!(p.windows <= sets * m && p.windows > (sets - 1) * m, "{what}");
                 }
+                // The first part has the most windows (the temporary's size); the bins' most is not
+                // always the first's (c = 21, m = 3: 768 bins of 2^12, then 1024 of 2^11).
+                assert!(parts.iter().all(|p| p.windows <= parts[0].windows), "{what}");
+                assert!(parts.iter().all(|p| p.bins.count as usize <= SortPart::most_bins(&parts)));
                 // As few parts as that allows, as even as possible, the larger first.
                 let sets = windows.div_ceil(m);
                 let per = (MAX_PART_BUCKETS / half).max(1);
@@ -348,6 +358,9 @@ mod tests {
         let wide = SortPart::of(Digits { c: 20, windows: 13, m: 1 });
         assert_eq!(wide.iter().map(|p| (p.windows, p.bins.shift)).collect::<Vec<_>>(), [(7, 12), (6, 12)]);
         assert_eq!(SortPart::of(Digits { c: 20, windows: 13, m: 13 }).len(), 1);
+        let uneven = SortPart::of(Digits { c: 21, windows: 13, m: 3 });
+        assert_eq!(uneven.iter().map(|p| p.bins.count).collect::<Vec<_>>(), [768, 1024]);
+        assert_eq!(SortPart::most_bins(&uneven), 1024);
     }
 
     #[test]

@@ -15,8 +15,10 @@ use ark_ec::AffineRepr;
 use cudarc::driver::{CudaSlice, PinnedHostSlice};
 use cuzk_field::{Affine, Curve};
 use rayon::prelude::*;
+use std::sync::Mutex;
 
 use crate::msm::Plan;
+use crate::scratch::Claim;
 use crate::{CudaError, DriverContext, Gpu, GpuAffine};
 
 /// Device memory left free for the MSMs' own buffers where their plans are not known yet: when
@@ -61,6 +63,9 @@ pub struct GpuBases<C: Curve> {
     /// Batch size and window width chosen for these bases ([`GpuBases::set_batch`],
     /// [`GpuBases::set_window`]); what is `None` there is left to the [`crate::MsmConfig`] of the call.
     batching: Batching,
+    /// The shelves' buffers a key's reserve made for MSMs on these bases, kept while they live
+    /// ([`crate::CudaBackend::reserve_msm_workspace`]).
+    claim: Mutex<Option<Claim>>,
 }
 
 /// The batch size and window width chosen for one MSM's bases, over the backend-wide
@@ -141,6 +146,12 @@ impl<C: Curve> GpuBases<C> {
     /// The batch size and window width chosen for these bases.
     pub fn batching(&self) -> Batching {
         self.batching
+    }
+
+    /// Keeps `claim` while these bases live, in place of the one before.
+    pub(crate) fn set_claim(&self, claim: Claim) {
+        let old = self.claim.lock().unwrap_or_else(|p| p.into_inner()).replace(claim);
+        drop(old);
     }
 
     /// Replaces the resident points by a table of `multiples` multiples per point, `2^(c·j)·P` for
@@ -271,7 +282,15 @@ pub(crate) fn upload<C: Curve>(
     let kept = host.len();
     if kept == 0 {
         let points = Stored::Device(gpu.zeros(stream, 1)?);
-        return Ok(GpuBases { points, select: None, kept, len, table: None, batching: Batching::default() });
+        return Ok(GpuBases {
+            points,
+            select: None,
+            kept,
+            len,
+            table: None,
+            batching: Batching::default(),
+            claim: Mutex::default(),
+        });
     }
     let select = select.map(|s| gpu.upload(stream, &s)).transpose()?;
     let bytes = std::mem::size_of_val(host.as_slice());
@@ -290,7 +309,15 @@ pub(crate) fn upload<C: Curve>(
         pinned.as_mut_slice().during("filling pinned bases")?.copy_from_slice(&host);
         Stored::Host(pinned)
     };
-    Ok(GpuBases { points, select, kept, len, table: None, batching: Batching::default() })
+    Ok(GpuBases {
+        points,
+        select,
+        kept,
+        len,
+        table: None,
+        batching: Batching::default(),
+        claim: Mutex::default(),
+    })
 }
 
 /// Where an MSM's bases are.

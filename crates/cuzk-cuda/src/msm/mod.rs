@@ -29,7 +29,7 @@ pub use bases::{Batching, GpuBases, MsmBases, Points, Residency, Table};
 pub use plan::{
     batch_affine_from, FirstRound, MsmConfig, Plan, Sort, MAX_WINDOW_BITS, WIDE_WINDOW_BITS, WIDE_WINDOW_FROM,
 };
-pub(crate) use workspace::{msm_takes, shelved_bytes};
+pub(crate) use workspace::{msm_takes, shelved_bytes, Takes};
 
 use crate::gpu::ResultBuffer;
 use crate::profile::{Probe, DOWNLOAD};

@@ -126,12 +126,11 @@ pub(crate) fn sort(
         }
         Sort::Binned => {
             // The parts (one unless the sets have more buckets than `msm_place` stages in bins)
-            // go through one temporary, the first the largest.
+            // go through one temporary, sized for the first (it has the most windows).
             let parts = k::SortPart::of(digits);
-            let first = parts[0];
-            let mut bin_cursor = gpu.scratch().take::<u32>(stream, first.bins.count as usize + 1)?;
+            let mut bin_cursor = gpu.scratch().take::<u32>(stream, k::SortPart::most_bins(&parts) + 1)?;
             // Only this stream uses the pairs: one buffer per size is enough.
-            let mut pairs = gpu.scratch().take_serial::<u64>(stream, entries_len(first.windows, n))?;
+            let mut pairs = gpu.scratch().take_serial::<u64>(stream, entries_len(parts[0].windows, n))?;
             let mut cursor = gpu.scratch().take::<u32>(stream, buckets)?;
             stream.memcpy_dtod(&*off, &mut *cursor).during("copying bucket offsets")?;
             for part in parts {

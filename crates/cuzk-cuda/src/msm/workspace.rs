@@ -21,7 +21,7 @@ use super::Table;
 #[cfg(test)]
 use crate::kernels::msm::Bins;
 use crate::kernels::msm::{Digits, SortPart, SCAN_BLOCK};
-use crate::scratch::SPARE;
+use crate::scratch::{Need, SPARE};
 use crate::{CudaError, GpuAffine, Xyzz};
 
 /// One shelf's part in an MSM: the element's size, how many of its buffers the MSM holds at once at
@@ -85,6 +85,15 @@ impl Takes {
                 }
             }
         }
+    }
+
+    /// What the shelves keep for this MSM once its reserve has run, per shelf: its spare buffers or
+    /// as many as it holds at once, whichever is more (as [`shelved_bytes`] counts them).
+    pub(crate) fn needs(&self) -> HashMap<crate::scratch::Key, Need> {
+        self.shelves
+            .iter()
+            .map(|(&key, s)| (key, Need { bytes: key.1 * s.size, count: s.count.max(s.spare) }))
+            .collect()
     }
 
     /// Bytes of one buffer per take.
@@ -153,9 +162,9 @@ fn sort_takes(plan: &Plan, n: usize) -> Takes {
     match plan.sort {
         Sort::Direct => takes.take::<u32>(buckets),
         Sort::Binned => {
-            let first = SortPart::of(Digits { c: plan.c, windows: plan.windows, m: plan.multiples })[0];
-            takes.take::<u32>(first.bins.count as usize + 1);
-            takes.take_serial::<u64>(sort::entries_len(first.windows, n));
+            let parts = SortPart::of(Digits { c: plan.c, windows: plan.windows, m: plan.multiples });
+            takes.take::<u32>(SortPart::most_bins(&parts) + 1);
+            takes.take_serial::<u64>(sort::entries_len(parts[0].windows, n));
             takes.take::<u32>(buckets);
         }
     }
