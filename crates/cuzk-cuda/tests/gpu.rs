@@ -799,9 +799,11 @@ fn widened_batches_fit_the_memory_given_and_proofs_stay_equal() {
     }
     assert!(!reports.is_empty());
     eprintln!("{}", reports.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("; "));
-    let (before, wide) = (gpu.gpu().scratch().owned_bytes(), gpu.msm_workspace_estimate(&key).unwrap());
-    let added = gpu.reserve_msm_workspace(&key).unwrap() - before;
-    assert!(added <= wide, "one batch each: {added} bytes of MSM buffers added, counted {wide}");
+    // The reserve again: the MSMs' claims of their batches of 256 give way to those of one batch,
+    // so the shelves hold no more than the count of one batch each.
+    let wide = gpu.msm_workspace_estimate(&key).unwrap();
+    let held = gpu.reserve_msm_workspace(&key).unwrap();
+    assert!(held <= wide, "one batch each: {held} bytes of MSM buffers held, counted {wide}");
     let misses = gpu.gpu().scratch().misses();
     for round in 0..2 {
         prove_both(&key, &mut rng, &format!("one batch per MSM, round {round}"));
