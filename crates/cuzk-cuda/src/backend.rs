@@ -340,10 +340,11 @@ impl CudaBackend {
     /// needs are freed.
     pub fn reserve_msm_workspace(&self, key: &PreparedKey<CudaBackend>) -> Result<usize, CudaError> {
         // The shelves keep what this key's MSMs take, however large, instead of freeing the excess,
-        // for as long as the key lives (its MSMs' claims).
+        // for as long as the key lives (its MSMs' claims, made first: another key's going recomputes
+        // the limit from the claims).
+        self.claim_workspace(key)?;
         let scratch = self.gpu.scratch();
         scratch.keep_at_least(scratch.owned_bytes().saturating_add(self.msm_workspace_estimate(key)?));
-        self.claim_workspace(key)?;
         let g1 = key.g1_bases();
         let g2 = key.g2_bases();
         let longest = g1.iter().map(|b| b.msm_bases().scalars()).chain([g2.msm_bases().scalars()]).max();
