@@ -204,6 +204,9 @@ fn check_closed_form(
     runs: &[&[Proof<Bls12_381>]],
 ) -> Result<(bool, usize), CmdError> {
     let sampled = sample_indices(inputs.len(), w.check_sample.map(|k| k as usize));
+    if let (Some(note), false) = (check_cost_note(w.log_constraints, sampled.len()), w.json) {
+        eprintln!("note: {note}");
+    }
     let progress = Progress::bar("checking", sampled.len(), w.json);
     // A few partitions at a time: synthesis is largely sequential per partition, and each one's
     // working set must fit in memory beside the others'.
@@ -220,6 +223,21 @@ fn check_closed_form(
         all &= oks.into_iter().all(|ok| ok);
     }
     Ok((all, sampled.len()))
+}
+
+/// Fewest rows (log2) from which a check against the closed form is worth a warning first.
+const COSTLY_CHECK_LOG: u32 = 25;
+
+/// A warning before `checked` partitions of `2^log` rows are checked against the closed form, when
+/// that costs minutes: each check is arkworks' synthesis and witness map of the partition on the CPU.
+fn check_cost_note(log: u32, checked: usize) -> Option<String> {
+    (log >= COSTLY_CHECK_LOG && checked > 0).then(|| {
+        format!(
+            "checking {checked} partition(s) of 2^{log} rows against the timing key's closed form: each is \
+             a CPU synthesis and witness map of the partition (minutes and tens of GiB at this size); \
+             --check-sample 0 skips the check, --check-sample N checks N"
+        )
+    })
 }
 
 /// Bytes partition `c`'s upload copies: its compact assignment when the engine evaluates on the GPU,
@@ -414,7 +432,15 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
 
 #[cfg(test)]
 mod tests {
-    use super::sample_indices;
+    use super::{check_cost_note, sample_indices};
+
+    #[test]
+    fn a_costly_check_against_the_closed_form_is_announced_with_the_way_out() {
+        assert_eq!(check_cost_note(24, 10), None);
+        assert_eq!(check_cost_note(27, 0), None);
+        let note = check_cost_note(27, 1).expect("a 2^27 check is announced");
+        assert!(note.contains("1 partition(s) of 2^27 rows") && note.contains("--check-sample 0"), "{note}");
+    }
 
     #[test]
     fn a_sample_spreads_over_the_run_with_the_ends_and_no_repeats() {
