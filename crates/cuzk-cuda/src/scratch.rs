@@ -124,12 +124,9 @@ impl<B> Shelves<B> {
                 freed.push(b);
             }
         }
-        let mut needed: HashMap<Key, Need> = HashMap::new();
-        for (&key, &n) in self.claims.values().flatten() {
-            let e = needed.entry(key).or_insert(Need { count: 0, ..n });
-            e.count = e.count.max(n.count);
-        }
-        let claimed = needed.values().map(|n| n.bytes * n.count).sum::<usize>();
+        let shelves: HashMap<Key, usize> =
+            self.claims.values().flatten().map(|(&key, n)| (key, n.bytes)).collect();
+        let claimed = shelves.iter().map(|(key, bytes)| bytes * self.needed(key)).sum::<usize>();
         self.kept_bytes = self.base_kept.max(claimed);
         freed
     }

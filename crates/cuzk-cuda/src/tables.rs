@@ -152,12 +152,7 @@ impl CudaBackend {
     /// The scratch buffers an MSM of `shape` takes, counted from its plans.
     fn takes_of(&self, shape: &MsmShape) -> Result<msm::Takes, CudaError> {
         let sms = self.gpu().info().multiprocessors.max(1) as u32;
-        let config = self.msm_config();
-        let config = crate::MsmConfig {
-            batch: shape.batching.batch.unwrap_or(config.batch),
-            window_bits: shape.batching.window.or(config.window_bits),
-            ..config
-        };
+        let config = shape.batching.over(&self.msm_config());
         match shape.curve {
             CurveId::G1 => msm::msm_takes::<G1>(sms, shape.points, shape.table, shape.host, &config),
             CurveId::G2 => msm::msm_takes::<G2>(sms, shape.points, shape.table, shape.host, &config),

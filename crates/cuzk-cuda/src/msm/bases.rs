@@ -78,6 +78,17 @@ pub struct Batching {
     pub window: Option<u32>,
 }
 
+impl Batching {
+    /// `config` with these choices over its batch size and window width.
+    pub fn over(self, config: &crate::MsmConfig) -> crate::MsmConfig {
+        crate::MsmConfig {
+            batch: self.batch.unwrap_or(config.batch),
+            window_bits: self.window.or(config.window_bits),
+            ..*config
+        }
+    }
+}
+
 /// The precomputed multiples of [`GpuBases`], as [`GpuBases::table`] reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Table {
@@ -132,12 +143,8 @@ impl<C: Curve> GpuBases<C> {
     /// Sets the window width of MSMs on these bases without a table, over the
     /// [`crate::MsmConfig::window_bits`] of the call (`None` goes back to that). Fails outside 2..=24.
     pub fn set_window(&mut self, window: Option<u32>) -> Result<(), CudaError> {
-        if let Some(c) = window.filter(|c| !(2..=super::MAX_WINDOW_BITS).contains(c)) {
-            return Err(CudaError::Size {
-                op: "msm",
-                size: c as usize,
-                reason: "window width must be 2..=24",
-            });
+        if let Some(c) = window {
+            super::plan::check_window(c)?;
         }
         self.batching.window = window;
         Ok(())

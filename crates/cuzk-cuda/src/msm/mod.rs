@@ -105,7 +105,8 @@ pub(crate) fn plan_for<C: Curve>(
     batching: Batching,
     config: &MsmConfig,
 ) -> Result<(Plan, usize, usize), CudaError> {
-    let batch = batching.batch.unwrap_or(config.batch);
+    let config = &batching.over(config);
+    let batch = config.batch;
     if batch == 0 {
         return Err(CudaError::Size { op: "msm", size: 0, reason: "batch size must be positive" });
     }
@@ -113,7 +114,7 @@ pub(crate) fn plan_for<C: Curve>(
     // A table fixes the window width; its multiples share bucket sets.
     let (plan, m) = match table {
         Some(t) => (Plan::with_multiples(batch_len, t.window_bits, t.multiples)?, t.multiples as usize),
-        None => (Plan::for_curve(C::ID, batch_len, batching.window.or(config.window_bits))?, 1),
+        None => (Plan::for_curve(C::ID, batch_len, config.window_bits)?, 1),
     };
     let plan = plan
         .with_first_round(C::ID, config.first_round, config.batch_chains, batch_len)

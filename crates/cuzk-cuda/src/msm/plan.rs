@@ -100,6 +100,15 @@ pub const WIDE_WINDOW_FROM: usize = 1 << 25;
 /// The default window of G1 batches of at least [`WIDE_WINDOW_FROM`] points.
 pub const WIDE_WINDOW_BITS: u32 = 20;
 
+/// Fails unless `c` is a window width the kernels take (2..=[`MAX_WINDOW_BITS`]).
+pub(crate) fn check_window(c: u32) -> Result<(), CudaError> {
+    if (2..=MAX_WINDOW_BITS).contains(&c) {
+        Ok(())
+    } else {
+        Err(CudaError::Size { op: "msm", size: c as usize, reason: "window width must be 2..=24" })
+    }
+}
+
 /// The shape of one batch's bucket machinery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Plan {
@@ -162,13 +171,7 @@ impl Plan {
     /// point, `2^(c·j)·P` for `j < multiples`: windows go `multiples` to a bucket set. Fails unless
     /// `c` is 2..=24 and `multiples` is 1..=windows.
     pub fn with_multiples(n: usize, c: u32, multiples: u32) -> Result<Self, CudaError> {
-        if !(2..=MAX_WINDOW_BITS).contains(&c) {
-            return Err(CudaError::Size {
-                op: "msm",
-                size: c as usize,
-                reason: "window width must be 2..=24",
-            });
-        }
+        check_window(c)?;
         let windows = 256u32.div_ceil(c);
         if !(1..=windows).contains(&multiples) {
             return Err(CudaError::Size {
@@ -236,6 +239,11 @@ impl Plan {
     /// The sets' buckets, `sets * 2^(c-1)`; the list of ones follows them as one more bucket.
     pub fn window_buckets(&self) -> u32 {
         self.sets * self.half
+    }
+
+    /// The digits' shape the kernels take for this plan.
+    pub(crate) fn digits(&self) -> crate::kernels::msm::Digits {
+        crate::kernels::msm::Digits { c: self.c, windows: self.windows, m: self.multiples }
     }
 
     /// Buckets sorted into, the sets' and the ones.

@@ -110,7 +110,7 @@ pub(crate) fn sort(
     check_batch(n, plan)?;
     let buckets = plan.buckets() as usize;
     let windows = plan.windows;
-    let digits = k::Digits { c: plan.c, windows, m: plan.multiples };
+    let digits = plan.digits();
     let batch = BatchScalars { scalars, select, n };
     // The workspace count (`workspace::sort_takes`) follows these takes.
     let mut count = gpu.scratch().take_zeroed::<u32>(stream, buckets)?;

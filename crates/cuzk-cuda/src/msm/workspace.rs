@@ -20,7 +20,7 @@ use super::sort;
 use super::Table;
 #[cfg(test)]
 use crate::kernels::msm::Bins;
-use crate::kernels::msm::{Digits, SortPart, SCAN_BLOCK};
+use crate::kernels::msm::{SortPart, SCAN_BLOCK};
 use crate::scratch::{Need, SPARE};
 use crate::{CudaError, GpuAffine, Xyzz};
 
@@ -162,7 +162,7 @@ fn sort_takes(plan: &Plan, n: usize) -> Takes {
     match plan.sort {
         Sort::Direct => takes.take::<u32>(buckets),
         Sort::Binned => {
-            let parts = SortPart::of(Digits { c: plan.c, windows: plan.windows, m: plan.multiples });
+            let parts = SortPart::of(plan.digits());
             takes.take::<u32>(SortPart::most_bins(&parts) + 1);
             takes.take_serial::<u64>(sort::entries_len(parts[0].windows, n));
             takes.take::<u32>(buckets);
