@@ -1,12 +1,14 @@
 // cuzk kernels: field operations in bulk, for differential tests against arkworks and throughput
 // measurements. Element i of the output holds op(a[i], b[i]) for each op, in the order of the enum.
 #include "field/fields.cuh"
+#include "field/fp64.cuh"
 
 using namespace cuzk;
 
 // Outputs per input pair, in this order: add, sub, mul, sqr, neg, inverse (of a, Fermat's),
-// to_mont(a) (a read as a canonical value), from_mont(a), inverse_vartime(a), inverse_euclid(a).
-constexpr int OPS = 10;
+// to_mont(a) (a read as a canonical value), from_mont(a), inverse_vartime(a), inverse_euclid(a),
+// mul_fp64(a, b).
+constexpr int OPS = 11;
 
 template <class F>
 __device__ __forceinline__ void all_ops(const F* a, const F* b, F* out, uint32_t n) {
@@ -24,6 +26,7 @@ __device__ __forceinline__ void all_ops(const F* a, const F* b, F* out, uint32_t
     o[7] = x.from_mont();
     o[8] = x.inverse_vartime();
     o[9] = x.inverse_euclid();
+    o[10] = mul_fp64(x, y);
 }
 
 extern "C" __global__ void fr_ops(const Fr* a, const Fr* b, Fr* out, uint32_t n) { all_ops(a, b, out, n); }
@@ -61,6 +64,34 @@ __device__ __forceinline__ void mul_chain(const F* a, F* out, uint32_t n, uint32
 
 extern "C" __global__ void fr_mul_bench(const Fr* a, Fr* out, uint32_t n, uint32_t iters) { mul_chain(a, out, n, iters); }
 extern "C" __global__ void fq_mul_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters) { mul_chain(a, out, n, iters); }
+
+// The same chains by mul_fp64 (field/fp64.cuh): `mix` 0 in every warp, 1 in odd warps only (even warps
+// use operator*, so both the integer and the FP64 units are busy).
+template <class F>
+__device__ __forceinline__ void mul_chain_fp64(const F* a, F* out, uint32_t n, uint32_t iters, uint32_t mix) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    F x = a[i], y = a[(i + 1) % n], z = a[(i + 2) % n];
+    if (mix && ((threadIdx.x >> 5) & 1) == 0) {
+        for (uint32_t k = 0; k < iters; k++) {
+            x = x * y;
+            z = z * y;
+        }
+    } else {
+        for (uint32_t k = 0; k < iters; k++) {
+            x = mul_fp64(x, y);
+            z = mul_fp64(z, y);
+        }
+    }
+    out[i] = x + z;
+}
+
+extern "C" __global__ void fr_mul_fp64_bench(const Fr* a, Fr* out, uint32_t n, uint32_t iters, uint32_t mix) {
+    mul_chain_fp64(a, out, n, iters, mix);
+}
+extern "C" __global__ void fq_mul_fp64_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters, uint32_t mix) {
+    mul_chain_fp64(a, out, n, iters, mix);
+}
 
 // Inversion throughput: each thread runs `iters` dependent inversions, x <- 1/(x + a), by the method
 // `kind` selects (0: inverse_vartime, 1: inverse_euclid, 2: Fermat's), and writes its result.

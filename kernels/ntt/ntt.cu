@@ -7,8 +7,23 @@
 // them, and the witness map chains them so that only its last step permutes, turning from each
 // interpolation to its coset evaluation in one kernel (ntt_pass_turn).
 #include "field/fields.cuh"
+#include "field/fp64.cuh"
 
 using namespace cuzk;
+
+// Which units the passes' multiplications use (kernels named ntt_pass, ntt_pass_fp64, ntt_pass_mixed and
+// likewise for ntt_pass_turn): 0 the integer multiply-adds (Fr's operator*), 1 the FP64 units
+// (mul_fp64), 2 the FP64 units in odd warps and the integer ones in even warps. All give the same bits.
+template <int U>
+__device__ __forceinline__ Fr mul(const Fr& a, const Fr& b) {
+    if constexpr (U == 0) {
+        return a * b;
+    } else if constexpr (U == 1) {
+        return mul_fp64(a, b);
+    } else {
+        return ((threadIdx.x >> 5) & 1) ? mul_fp64(a, b) : a * b;
+    }
+}
 
 // s^i from a two-level table: lo[j] = s^j for j < 2^lo_bits, hi[j] = s^(j * 2^lo_bits).
 __device__ __forceinline__ Fr power(const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t i) {
@@ -132,6 +147,7 @@ __device__ __forceinline__ void load_twiddles(Halves tws, const Fr* tw, uint32_t
 
 // The k stages themselves on the block's elements in shared memory (data), twiddles in tws; every
 // thread of the block takes part, and the last stage is followed by a barrier.
+template <int U>
 __device__ __forceinline__ void run_stages(Halves data, Halves tws, uint32_t s0, uint32_t k, uint32_t c,
                                            uint32_t dif) {
     const uint32_t cols = 1u << c;
@@ -151,9 +167,9 @@ __device__ __forceinline__ void run_stages(Halves data, Halves tws, uint32_t s0,
                 data.set(i1, u - v);
             } else if (dif) {
                 data.set(i0, u + v);
-                data.set(i1, (u - v) * tws.get((((1u << t) - 1 + pos) << c) + col));
+                data.set(i1, mul<U>(u - v, tws.get((((1u << t) - 1 + pos) << c) + col)));
             } else {
-                const Fr vw = v * tws.get((((1u << t) - 1 + pos) << c) + col);
+                const Fr vw = mul<U>(v, tws.get((((1u << t) - 1 + pos) << c) + col));
                 data.set(i0, u + vw);
                 data.set(i1, u - vw);
             }
@@ -174,8 +190,9 @@ __device__ __forceinline__ void run_stages(Halves data, Halves tws, uint32_t s0,
 // stores run over 2^c consecutive elements. It brings them and the 2^k - 1 twiddles per column its
 // stages use into shared memory (element j of column q at j * 2^c + q; stage t's twiddles at
 // (2^t - 1 + p) * 2^c + q; both as halves), runs the stages there and writes the elements back.
-extern "C" __global__ void ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c,
-                                   uint32_t dif) {
+template <int U>
+__device__ __forceinline__ void pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c,
+                                     uint32_t dif) {
     extern __shared__ Fr sh[];
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
@@ -187,9 +204,22 @@ extern "C" __global__ void ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_
         data.set(i, x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))]);
     load_twiddles(tws, tw, log_n, s0, k, c, low0);
     __syncthreads();
-    run_stages(data, tws, s0, k, c, dif);
+    run_stages<U>(data, tws, s0, k, c, dif);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
         x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))] = data.get(i);
+}
+
+extern "C" __global__ void ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c,
+                                   uint32_t dif) {
+    pass<0>(x, tw, log_n, s0, k, c, dif);
+}
+extern "C" __global__ void ntt_pass_fp64(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c,
+                                        uint32_t dif) {
+    pass<1>(x, tw, log_n, s0, k, c, dif);
+}
+extern "C" __global__ void ntt_pass_mixed(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
+                                         uint32_t c, uint32_t dif) {
+    pass<2>(x, tw, log_n, s0, k, c, dif);
 }
 
 // The witness map's turn from interpolation to evaluation on the coset, on each block of 2^k
@@ -199,8 +229,9 @@ extern "C" __global__ void ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_
 // so an element costs two multiplications), and the first pass of a forward transform decimated in
 // time (stages 0 .. k-1, twiddles tw). The same as ntt_pass (dif), ntt_scale (bit-reversed) and
 // ntt_pass (dit) with s0 = 0, in one trip through global memory.
-extern "C" __global__ void ntt_pass_turn(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
-                                        const Fr* lo, const Fr* hi, uint32_t lo_bits) {
+template <int U>
+__device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
+                                          const Fr* lo, const Fr* hi, uint32_t lo_bits) {
     extern __shared__ Fr sh[];
     const uint32_t size = 1u << k;
     const Halves data = Halves::at(sh, size), tws = Halves::at(sh + size, size);
@@ -208,13 +239,28 @@ extern "C" __global__ void ntt_pass_turn(Fr* x, const Fr* itw, const Fr* tw, uin
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) data.set(i, x[base + i]);
     load_twiddles(tws, itw, log_n, 0, k, 0, 0);
     __syncthreads();
-    run_stages(data, tws, 0, k, 0, 1);
-    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
-        data.set(i, data.get(i) * power(lo, hi, lo_bits, bit_reverse((uint32_t)base + i, log_n)));
+    run_stages<U>(data, tws, 0, k, 0, 1);
+    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
+        const uint32_t e = bit_reverse((uint32_t)base + i, log_n), mask = (1u << lo_bits) - 1;
+        data.set(i, mul<U>(data.get(i), mul<U>(hi[e >> lo_bits], lo[e & mask])));
+    }
     load_twiddles(tws, tw, log_n, 0, k, 0, 0);
     __syncthreads();
-    run_stages(data, tws, 0, k, 0, 0);
+    run_stages<U>(data, tws, 0, k, 0, 0);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) x[base + i] = data.get(i);
+}
+
+extern "C" __global__ void ntt_pass_turn(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
+                                        const Fr* lo, const Fr* hi, uint32_t lo_bits) {
+    pass_turn<0>(x, itw, tw, log_n, k, lo, hi, lo_bits);
+}
+extern "C" __global__ void ntt_pass_turn_fp64(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
+                                             const Fr* lo, const Fr* hi, uint32_t lo_bits) {
+    pass_turn<1>(x, itw, tw, log_n, k, lo, hi, lo_bits);
+}
+extern "C" __global__ void ntt_pass_turn_mixed(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
+                                              const Fr* lo, const Fr* hi, uint32_t lo_bits) {
+    pass_turn<2>(x, itw, tw, log_n, k, lo, hi, lo_bits);
 }
 
 // x[i] *= c (and by s^i when `powers` is set, or by s^rev(i) when `rev_bits` is not 0, rev reversing

@@ -111,6 +111,32 @@ fn field_throughput(b: &CudaBackend, rows: &mut Vec<Row>) -> Result<(), CudaErro
             IMAD_CEILING / 588.0
         ),
     });
+    // The products on the FP64 units (mul_fp64), alone and in every other warp, beside the integer
+    // rows above; each run's outputs must equal the integer kernels'.
+    let (int_fr, int_fq) = (gpu.download(s, &ofr)?, gpu.download(s, &ofq)?);
+    let fr_rate = muls / (rows[rows.len() - 2].gpu_ms / 1e3);
+    for mix in [kernels::MulMix::Fp64, kernels::MulMix::Mixed] {
+        let ms = time_gpu(b, 5, || kernels::fr_mul_fp64_bench(gpu, s, &dfr, &mut ofr, iters, mix))?;
+        assert!(gpu.download(s, &ofr)? == int_fr, "Fr mul_fp64 ({mix:?}) differs from operator*");
+        let rate = muls / (ms / 1e3);
+        rows.push(Row {
+            what: format!("Fr mul throughput, mul_fp64 ({mix:?})"),
+            size: format!("{muls:.2e} muls"),
+            gpu_ms: ms,
+            cpu_ms: None,
+            note: format!("{rate:.3e} mul/s; {:.2}x the integer row; same outputs", rate / fr_rate),
+        });
+        let ms = time_gpu(b, 5, || kernels::fq_mul_fp64_bench(gpu, s, &dfq, &mut ofq, iters, mix))?;
+        assert!(gpu.download(s, &ofq)? == int_fq, "Fq mul_fp64 ({mix:?}) differs from operator*");
+        let rate = muls / (ms / 1e3);
+        rows.push(Row {
+            what: format!("Fq mul throughput, mul_fp64 ({mix:?})"),
+            size: format!("{muls:.2e} muls"),
+            gpu_ms: ms,
+            cpu_ms: None,
+            note: format!("{rate:.3e} mul/s; {:.2}x the integer row; same outputs", rate / fq_rate),
+        });
+    }
     // Inversions side by side: 2^18 threads of 8 dependent ones each, in multiplications' worth.
     let (inv_threads, inv_iters) = (1usize << 18, 8u32);
     let inversions = (inv_threads as f64) * inv_iters as f64;

@@ -1,9 +1,11 @@
 //! Times each kernel of a GPU NTT separately (CUDA events, median of 7 after a warm-up), to see where
-//! an NTT's time goes. Usage: ntt_profile [LOG_N...] (default 20 24).
+//! an NTT's time goes, then the whole transforms with the passes multiplying on each of the units
+//! (`MulUnits`) side by side, their outputs compared. Usage: ntt_profile [LOG_N...] (default 20 24).
 
 use ark_bls12_381::Fr;
 use ark_ff::UniformRand;
-use cuzk_cuda::kernels::{self, Decimation, ScaleAt};
+use cudarc::driver::CudaSlice;
+use cuzk_cuda::kernels::{self, Decimation, MulUnits, ScaleAt};
 use cuzk_cuda::profile::Probe;
 use cuzk_cuda::{ntt, CudaBackend, CudaError, GpuFr};
 use cuzk_field::{DeviceFr, DeviceRepr};
@@ -28,6 +30,32 @@ fn time(b: &CudaBackend, mut f: impl FnMut() -> Result<(), CudaError>) -> Result
         v.push(t.elapsed_ms()? as f64);
     }
     Ok(median(v))
+}
+
+/// The median time of one pass of `t`'s transforms (forward twiddles, `t`'s units) on `x`.
+fn time_pass(
+    b: &CudaBackend,
+    x: &mut CudaSlice<GpuFr>,
+    t: &ntt::NttTables,
+    s0: u32,
+    k: u32,
+    dec: Decimation,
+) -> Result<f64, CudaError> {
+    let (gpu, s) = (b.gpu(), b.gpu().compute_stream());
+    time(b, || {
+        kernels::ntt_pass(
+            gpu,
+            s,
+            x,
+            t.twiddles(false),
+            t.log_n(),
+            s0,
+            k,
+            dec,
+            t.units(),
+            &mut Probe::default(),
+        )
+    })
 }
 
 fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
@@ -62,9 +90,7 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
     println!("  bit reverse {br:.3} ms, with coset scaling {brs:.3} ms");
     for dec in [Decimation::Time, Decimation::Frequency] {
         for (s0, k) in ntt::passes(log_n) {
-            let ms = time(b, || {
-                kernels::ntt_pass(gpu, s, &mut x, t.twiddles(false), log_n, s0, k, dec, &mut Probe::default())
-            })?;
+            let ms = time_pass(b, &mut x, &t, s0, k, dec)?;
             println!(
                 "  {dec:?} pass s0={s0:2} k={k:2}: {ms:.3} ms ({:.1} ps per butterfly-stage)",
                 ms * 1e9 / (k as f64 * (n / 2) as f64)
@@ -73,32 +99,8 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
     }
     for k in [1u32, 4, 6, 8, 9] {
         if k <= log_n {
-            let first = time(b, || {
-                kernels::ntt_pass(
-                    gpu,
-                    s,
-                    &mut x,
-                    t.twiddles(false),
-                    log_n,
-                    0,
-                    k,
-                    Decimation::Time,
-                    &mut Probe::default(),
-                )
-            })?;
-            let last = time(b, || {
-                kernels::ntt_pass(
-                    gpu,
-                    s,
-                    &mut x,
-                    t.twiddles(false),
-                    log_n,
-                    log_n - k,
-                    k,
-                    Decimation::Time,
-                    &mut Probe::default(),
-                )
-            })?;
+            let first = time_pass(b, &mut x, &t, 0, k, Decimation::Time)?;
+            let last = time_pass(b, &mut x, &t, log_n - k, k, Decimation::Time)?;
             let per = |ms: f64| ms * 1e9 / (k as f64 * (n / 2) as f64);
             println!(
                 "  k={k:2}: first stages {first:.3} ms, last stages {last:.3} ms ({:.1} / {:.1} ps per butterfly-stage)",
@@ -115,6 +117,54 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
         kernels::scale(gpu, s, &mut x, one, Some(t.coset_powers(true)), true, &mut Probe::default())
     })?;
     println!("  scale {sc:.3} ms, with powers {scp:.3} ms, bit-reversed powers {scr:.3} ms");
+    units_side_by_side(b, log_n, &host)
+}
+
+/// The coset NTT, the witness map's transforms and the first and a strided pass with each choice of
+/// units, in one process; every choice's outputs must equal the integer units'.
+fn units_side_by_side(b: &CudaBackend, log_n: u32, host: &[GpuFr]) -> Result<(), CudaError> {
+    let gpu = b.gpu();
+    let s = gpu.compute_stream();
+    let zinv = Fr::from(5u64);
+    let mut reference: Option<(Vec<GpuFr>, Vec<GpuFr>)> = None;
+    let mut base = [0.0f64; 2];
+    for units in [MulUnits::Integer, MulUnits::Fp64, MulUnits::Mixed] {
+        let t = ntt::NttTables::new(gpu, s, log_n)?.with_units(units);
+        let mut x = gpu.upload(s, host)?;
+        ntt::ntt(gpu, s, &t, &mut x, NttKind::CosetForward)?;
+        let coset = gpu.download(s, &x)?;
+        let (mut a, mut bb, mut c) = (gpu.upload(s, host)?, gpu.upload(s, host)?, gpu.upload(s, host)?);
+        ntt::witness_map(gpu, s, &t, &mut a, &mut bb, &mut c, zinv, &mut Probe::default())?;
+        let wm = gpu.download(s, &a)?;
+        match &reference {
+            None => reference = Some((coset, wm)),
+            Some((rc, rw)) => {
+                assert!(
+                    *rc == coset,
+                    "2^{log_n}: the coset NTT on {units:?} differs from the integer units'"
+                );
+                assert!(*rw == wm, "2^{log_n}: the witness map on {units:?} differs from the integer units'");
+            }
+        }
+        let coset_ms = time(b, || ntt::ntt(gpu, s, &t, &mut x, NttKind::CosetForward))?;
+        let wm_ms =
+            time(b, || ntt::witness_map(gpu, s, &t, &mut a, &mut bb, &mut c, zinv, &mut Probe::default()))?;
+        if units == MulUnits::Integer {
+            base = [coset_ms, wm_ms];
+        }
+        let all = ntt::passes(log_n);
+        let mut pass_ms = Vec::new();
+        for &(s0, k) in [all.first(), all.last()].into_iter().flatten() {
+            pass_ms.push(time_pass(b, &mut x, &t, s0, k, Decimation::Time)?);
+        }
+        println!(
+            "2^{log_n} {units:?}: coset NTT {coset_ms:.3} ms ({:.3}x), witness map {wm_ms:.3} ms ({:.3}x), first / last pass {:.3} / {:.3} ms; outputs equal the integer units'",
+            base[0] / coset_ms,
+            base[1] / wm_ms,
+            pass_ms.first().copied().unwrap_or(f64::NAN),
+            pass_ms.last().copied().unwrap_or(f64::NAN),
+        );
+    }
     Ok(())
 }
 

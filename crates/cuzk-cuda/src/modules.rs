@@ -52,9 +52,11 @@ pub(crate) struct NttKernels {
     pub(crate) fill_powers: CudaFunction,
     pub(crate) bit_reverse: CudaFunction,
     pub(crate) bit_reverse_tiled: CudaFunction,
-    pub(crate) pass: CudaFunction,
-    /// The witness map's fused last inverse pass, coset scaling and first forward pass.
-    pub(crate) pass_turn: CudaFunction,
+    /// `ntt_pass` by each [`MulUnits`](crate::kernels::MulUnits), in its order.
+    pub(crate) pass: [CudaFunction; 3],
+    /// The witness map's fused last inverse pass, coset scaling and first forward pass, by each
+    /// [`MulUnits`](crate::kernels::MulUnits).
+    pub(crate) pass_turn: [CudaFunction; 3],
     pub(crate) scale: CudaFunction,
     pub(crate) quotient: CudaFunction,
 }
@@ -62,17 +64,19 @@ pub(crate) struct NttKernels {
 impl NttKernels {
     pub(crate) fn load(ctx: &Arc<CudaContext>) -> Result<Self, CudaError> {
         let m = load(ctx, ptx::NTT, "loading the NTT kernels")?;
-        let pass = function(&m, "ntt_pass")?;
-        let pass_turn = function(&m, "ntt_pass_turn")?;
-        for (f, what) in [
-            (&pass, "configuring ntt_pass's shared memory"),
-            (&pass_turn, "configuring ntt_pass_turn's shared memory"),
-        ] {
+        let pass =
+            [function(&m, "ntt_pass")?, function(&m, "ntt_pass_fp64")?, function(&m, "ntt_pass_mixed")?];
+        let pass_turn = [
+            function(&m, "ntt_pass_turn")?,
+            function(&m, "ntt_pass_turn_fp64")?,
+            function(&m, "ntt_pass_turn_mixed")?,
+        ];
+        for f in pass.iter().chain(&pass_turn) {
             f.set_attribute(
                 cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 PASS_SHARED_BYTES,
             )
-            .during(what)?;
+            .during("configuring an NTT pass's shared memory")?;
         }
         Ok(Self {
             fill_powers: function(&m, "ntt_fill_powers")?,
@@ -187,6 +191,8 @@ pub(crate) struct FieldKernels {
     pub(crate) fq2_ops: CudaFunction,
     pub(crate) fr_mul_bench: CudaFunction,
     pub(crate) fq_mul_bench: CudaFunction,
+    pub(crate) fr_mul_fp64_bench: CudaFunction,
+    pub(crate) fq_mul_fp64_bench: CudaFunction,
     pub(crate) fq_inv_bench: CudaFunction,
 }
 
@@ -200,6 +206,8 @@ impl FieldKernels {
             fq2_ops: function(&m, "fq2_ops")?,
             fr_mul_bench: function(&m, "fr_mul_bench")?,
             fq_mul_bench: function(&m, "fq_mul_bench")?,
+            fr_mul_fp64_bench: function(&m, "fr_mul_fp64_bench")?,
+            fq_mul_fp64_bench: function(&m, "fq_mul_fp64_bench")?,
             fq_inv_bench: function(&m, "fq_inv_bench")?,
         })
     }

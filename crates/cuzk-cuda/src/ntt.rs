@@ -16,7 +16,7 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use cuzk_field::{DeviceFr, DeviceRepr};
 use cuzk_groth16::NttKind;
 
-use crate::kernels::{self, Decimation, PowerTable, ScaleAt, MAX_PASS_STAGES};
+use crate::kernels::{self, Decimation, MulUnits, PowerTable, ScaleAt, MAX_PASS_STAGES};
 use crate::profile::Probe;
 use crate::{CudaError, Gpu, GpuFr};
 
@@ -76,6 +76,8 @@ pub struct NttTables {
     coset_over_n: PowerTable,
     n_inv: GpuFr,
     one: GpuFr,
+    /// The units the passes multiply on.
+    units: MulUnits,
 }
 
 impl NttTables {
@@ -116,7 +118,18 @@ impl NttTables {
             coset_over_n: upload_scaled_table(gpu, stream, g, n, n_inv)?,
             n_inv: gpu_fr(&n_inv),
             one: gpu_fr(&Fr::one()),
+            units: MulUnits::Integer,
         })
+    }
+
+    /// These tables with the passes multiplying on `units` (the integer units unless set).
+    pub fn with_units(self, units: MulUnits) -> Self {
+        Self { units, ..self }
+    }
+
+    /// The units the passes multiply on.
+    pub fn units(&self) -> MulUnits {
+        self.units
     }
 
     /// `log2` of the size these tables serve.
@@ -166,22 +179,23 @@ fn check_len(op: &'static str, tables: &NttTables, x: &CudaSlice<GpuFr>) -> Resu
     }
 }
 
-/// All stages of a transform of `x` with twiddles `tw`, in the given decimation.
+/// All stages of a transform of `x` with twiddles `tw` (one of `tables`'), in the given decimation.
 fn stages(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
-    log_n: u32,
+    tables: &NttTables,
     x: &mut CudaSlice<GpuFr>,
     tw: &CudaSlice<GpuFr>,
     decimation: Decimation,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
+    let log_n = tables.log_n;
     let mut p = passes(log_n);
     if decimation == Decimation::Frequency {
         p.reverse();
     }
     for (s0, k) in p {
-        kernels::ntt_pass(gpu, stream, x, tw, log_n, s0, k, decimation, probe)?;
+        kernels::ntt_pass(gpu, stream, x, tw, log_n, s0, k, decimation, tables.units, probe)?;
     }
     Ok(())
 }
@@ -217,10 +231,10 @@ pub fn ntt_probed(
             let pre =
                 (kind == NttKind::CosetForward).then_some(ScaleAt::Source(tables.one, Some(&tables.coset)));
             kernels::bit_reverse(gpu, stream, x, log_n, pre, probe)?;
-            stages(gpu, stream, log_n, x, &tables.forward, Decimation::Time, probe)
+            stages(gpu, stream, tables, x, &tables.forward, Decimation::Time, probe)
         }
         NttKind::Inverse | NttKind::CosetInverse => {
-            stages(gpu, stream, log_n, x, &tables.inverse, Decimation::Frequency, probe)?;
+            stages(gpu, stream, tables, x, &tables.inverse, Decimation::Frequency, probe)?;
             let powers = (kind == NttKind::CosetInverse).then_some(&tables.coset_inverse);
             let scale = Some(ScaleAt::Destination(tables.n_inv, powers));
             kernels::bit_reverse(gpu, stream, x, log_n, scale, probe)
@@ -268,6 +282,7 @@ pub fn witness_map(
                     s0,
                     k,
                     Decimation::Frequency,
+                    tables.units,
                     probe,
                 )?;
             }
@@ -280,15 +295,27 @@ pub fn witness_map(
                 log_n,
                 k0,
                 &tables.coset_over_n,
+                tables.units,
                 probe,
             )?;
             for &(s0, k) in rest {
-                kernels::ntt_pass(gpu, stream, x, &tables.forward, log_n, s0, k, Decimation::Time, probe)?;
+                kernels::ntt_pass(
+                    gpu,
+                    stream,
+                    x,
+                    &tables.forward,
+                    log_n,
+                    s0,
+                    k,
+                    Decimation::Time,
+                    tables.units,
+                    probe,
+                )?;
             }
         }
     }
     kernels::quotient(gpu, stream, a, b, c, tables.one, probe)?;
-    stages(gpu, stream, log_n, a, &tables.inverse, Decimation::Frequency, probe)?;
+    stages(gpu, stream, tables, a, &tables.inverse, Decimation::Frequency, probe)?;
     let last = gpu_fr(&(tables.n_inv.0.to_ark_unchecked() * z_inv));
     let scale = Some(ScaleAt::Destination(last, Some(&tables.coset_inverse)));
     kernels::bit_reverse(gpu, stream, a, log_n, scale, probe)

@@ -89,6 +89,7 @@ fn check_field<F, G>(
         assert_eq!(o[7], canonical_limbs(&x), "{name}: from_mont on element {i}");
         assert_eq!(unwrap(&o[8]), inv, "{name}: inverse_vartime on element {i}");
         assert_eq!(unwrap(&o[9]), inv, "{name}: inverse_euclid on element {i}");
+        assert_eq!(unwrap(&o[10]), x * y, "{name}: mul_fp64 on element {i}");
     });
 }
 
@@ -270,6 +271,45 @@ fn witness_map_transforms_match_the_cpu_on_random_evaluations() {
         let h_gpu = gpu.poly_to_host(&ga).unwrap();
         let diff = first_difference(&h_gpu, &ca.0);
         assert!(diff.is_none(), "witness map transforms differ at 2^{log_n}, first at index {diff:?}");
+    }
+}
+
+#[test]
+fn ntt_passes_on_the_fp64_units_match_ark_poly_and_the_cpu_witness_map() {
+    // The passes with their multiplications on the FP64 units (every warp, or every other warp) give
+    // the same bits as ark-poly's transforms and the CPU's witness map.
+    let gpu = backend();
+    let (g, s) = (gpu.gpu(), gpu.gpu().compute_stream());
+    let mut rng = seeded_rng("ntt_units");
+    let to_gpu = |v: &[Fr]| v.iter().map(|x| GpuFr(DeviceFr::from_ark(x))).collect::<Vec<_>>();
+    let to_ark =
+        |v: Vec<GpuFr>| v.iter().map(|x| x.0.to_ark_checked(0).expect("reduced")).collect::<Vec<Fr>>();
+    for units in [kernels::MulUnits::Fp64, kernels::MulUnits::Mixed] {
+        for log_n in (1u32..=12).chain([17, 21]) {
+            let n = 1usize << log_n;
+            let t = cuzk_cuda::ntt::NttTables::new(g, s, log_n).unwrap().with_units(units);
+            let input = random_frs(&mut rng, n);
+            for kind in ALL {
+                let mut x = g.upload(s, &to_gpu(&input)).unwrap();
+                cuzk_cuda::ntt::ntt(g, s, &t, &mut x, kind).unwrap();
+                let mut want = input.clone();
+                ark_ntt(&mut want, kind);
+                let diff = first_difference(&to_ark(g.download(s, &x).unwrap()), &want);
+                assert!(
+                    diff.is_none(),
+                    "{units:?}: NTT {kind:?} of 2^{log_n} differs from ark-poly at {diff:?}"
+                );
+            }
+            let (a, b, c) = (random_frs(&mut rng, n), random_frs(&mut rng, n), random_frs(&mut rng, n));
+            let z_inv = Fr::rand(&mut rng);
+            let [mut ga, mut gb, mut gc] = [&a, &b, &c].map(|v| g.upload(s, &to_gpu(v)).unwrap());
+            cuzk_cuda::ntt::witness_map(g, s, &t, &mut ga, &mut gb, &mut gc, z_inv, &mut Default::default())
+                .unwrap();
+            let [mut ca, mut cb, mut cc] = [&a, &b, &c].map(|v| CpuBackend.poly_from_host(v, n).unwrap());
+            CpuBackend.witness_map_polys(&mut ca, &mut cb, &mut cc, z_inv).unwrap();
+            let diff = first_difference(&to_ark(g.download(s, &ga).unwrap()), &ca.0);
+            assert!(diff.is_none(), "{units:?}: witness map of 2^{log_n} differs from the CPU's at {diff:?}");
+        }
     }
 }
 

@@ -100,12 +100,23 @@ fn edge_frs() -> Vec<Fr> {
         [[0, 5, 7, 9], [0xabcd_ef01_0000_0000, 1, 2, 3], [0xffff_ffff, 0, 0, 1], [u64::MAX, 3, 0, 2]]
             .map(|limbs| Fr::new_unchecked(BigInt(limbs))),
     );
+    // For mul_fp64's 51-bit digits: limbs with low digits all ones (the largest products) and with
+    // low digits zero (reduction steps with m = 0).
+    v.extend(
+        [[u64::MAX, u64::MAX, u64::MAX, 0xfff], [0, 0, 0, 1], [1, 0, 0, 0], [0, 0, 1 << 39, 0]]
+            .map(|limbs| Fr::new_unchecked(BigInt(limbs))),
+    );
     v
 }
 
 fn edge_fqs() -> Vec<Fq> {
     let mut v = vec![Fq::zero(), Fq::one(), Fq::from(2u64), -Fq::one(), -Fq::from(2u64)];
     v.extend((0..384).step_by(23).map(|k| Fq::from(2u64).pow([k as u64])));
+    // Montgomery limbs with low 51-bit digits all ones, or zero (see edge_frs).
+    v.extend(
+        [[u64::MAX, u64::MAX, u64::MAX, u64::MAX, u64::MAX, 0xffff], [0, 0, 0, 0, 0, 1], [1, 0, 0, 0, 0, 0]]
+            .map(|limbs| Fq::new_unchecked(BigInt(limbs))),
+    );
     v
 }
 
@@ -195,21 +206,21 @@ fn kernel_arithmetic_on_the_host_matches_arkworks() {
     let mut r = Reader(out.stdout, 0);
 
     for (i, (a, b)) in frs.iter().enumerate() {
-        let got = [r.fr(), r.fr(), r.fr(), r.fr(), r.fr()];
+        let got = [r.fr(), r.fr(), r.fr(), r.fr(), r.fr(), r.fr()];
         let inv = a.inverse().unwrap_or_default();
         assert_eq!(
             got,
-            [*a + b, *a - b, *a * b, a.square(), inv],
-            "Fr pair {i}: add, sub, mul, sqr, inverse"
+            [*a + b, *a - b, *a * b, a.square(), inv, *a * b],
+            "Fr pair {i}: add, sub, mul, sqr, inverse, mul_fp64"
         );
     }
     for (i, (a, b)) in fqs.iter().enumerate() {
-        let got = [r.fq(), r.fq(), r.fq(), r.fq(), r.fq()];
+        let got = [r.fq(), r.fq(), r.fq(), r.fq(), r.fq(), r.fq()];
         let inv = a.inverse().unwrap_or_default();
         assert_eq!(
             got,
-            [*a + b, *a - b, *a * b, a.square(), inv],
-            "Fq pair {i}: add, sub, mul, sqr, inverse"
+            [*a + b, *a - b, *a * b, a.square(), inv, *a * b],
+            "Fq pair {i}: add, sub, mul, sqr, inverse, mul_fp64"
         );
     }
     for (i, (a, b)) in fq2s.iter().enumerate() {

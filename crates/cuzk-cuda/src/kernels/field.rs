@@ -10,9 +10,9 @@ use super::{count, elementwise, expect_len};
 use crate::{CudaError, DriverContext, Gpu, GpuFq, GpuFq2, GpuFr};
 
 /// Outputs per element of `fr_ops` / `fq_ops`: add, sub, mul, sqr, neg, inverse (Fermat's), to_mont,
-/// from_mont, and the inverse again by each variable-time method (`inverse_vartime` and
-/// `inverse_euclid`, the MSM's).
-pub const FIELD_OPS: usize = 10;
+/// from_mont, the inverse again by each variable-time method (`inverse_vartime` and
+/// `inverse_euclid`, the MSM's), and the product again by `mul_fp64` (`kernels/field/fp64.cuh`).
+pub const FIELD_OPS: usize = 11;
 /// Outputs per element of `fq2_ops`: add, sub, mul, sqr, neg, inverse, and the inverse again by
 /// `inverse_vartime` and by `inverse_euclid`.
 pub const FQ2_OPS: usize = 8;
@@ -40,9 +40,9 @@ macro_rules! field_ops {
 }
 
 field_ops!(
-    /// For each `i`: `out[10i..10i+10]` = add, sub, mul, sqr, neg, inverse of `a[i]`, `b[i]` in Fr,
-    /// then `to_mont(a[i])` (reading `a[i]` as canonical limbs), `from_mont(a[i])`, and the inverse
-    /// of `a[i]` by the two variable-time methods.
+    /// For each `i`: `out[11i..11i+11]` = add, sub, mul, sqr, neg, inverse of `a[i]`, `b[i]` in Fr,
+    /// then `to_mont(a[i])` (reading `a[i]` as canonical limbs), `from_mont(a[i])`, the inverse of
+    /// `a[i]` by the two variable-time methods, and `a[i] * b[i]` by `mul_fp64`.
     fr_ops, GpuFr, fr_ops, FIELD_OPS
 );
 field_ops!(
@@ -85,6 +85,70 @@ mul_bench!(
     fq_mul_bench, GpuFq
 );
 
+/// Which units the multiplications of [`fr_mul_fp64_bench`] / [`fq_mul_fp64_bench`] use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MulMix {
+    /// Every warp multiplies by `mul_fp64` (products on the FP64 units).
+    Fp64 = 0,
+    /// Odd warps by `mul_fp64`, even warps by the integer `operator*`, so both units are busy.
+    Mixed = 1,
+}
+
+/// Launches a throughput kernel `(const F* a, F* out, uint32_t n, uint32_t iters, uint32_t choice)`
+/// over `a`'s elements.
+fn launch_chains<T: cudarc::driver::DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    f: &cudarc::driver::CudaFunction,
+    name: &'static str,
+    a: &CudaSlice<T>,
+    out: &mut CudaSlice<T>,
+    iters: u32,
+    choice: u32,
+) -> Result<(), CudaError> {
+    expect_len(name, a.len(), out.len())?;
+    let n = count(name, a.len())?;
+    // SAFETY: every caller passes a kernel of the signature above; a and out both have n elements.
+    unsafe {
+        stream
+            .launch_builder(f)
+            .arg(a)
+            .arg(out)
+            .arg(&n)
+            .arg(&iters)
+            .arg(&choice)
+            .launch(elementwise(n as usize))
+    }
+    .during(name)?;
+    Ok(())
+}
+
+macro_rules! mul_fp64_bench {
+    ($(#[$doc:meta])* $name:ident, $ty:ty) => {
+        $(#[$doc])*
+        pub fn $name(
+            gpu: &Gpu,
+            stream: &Arc<CudaStream>,
+            a: &CudaSlice<$ty>,
+            out: &mut CudaSlice<$ty>,
+            iters: u32,
+            mix: MulMix,
+        ) -> Result<(), CudaError> {
+            launch_chains(stream, &gpu.field_kernels()?.$name, stringify!($name), a, out, iters, mix as u32)
+        }
+    };
+}
+
+mul_fp64_bench!(
+    /// Throughput probe: as [`fr_mul_bench`], the multiplications by `mul_fp64` (or half of the warps'
+    /// by it, `MulMix::Mixed`).
+    fr_mul_fp64_bench, GpuFr
+);
+mul_fp64_bench!(
+    /// Throughput probe: as [`fq_mul_bench`], the multiplications by `mul_fp64` (or half of the warps'
+    /// by it, `MulMix::Mixed`).
+    fq_mul_fp64_bench, GpuFq
+);
+
 /// How `fq_inv_bench` inverts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FqInverse {
@@ -105,22 +169,5 @@ pub fn fq_inv_bench(
     iters: u32,
     method: FqInverse,
 ) -> Result<(), CudaError> {
-    expect_len("fq_inv_bench", a.len(), out.len())?;
-    let n = count("fq_inv_bench", a.len())?;
-    let f = &gpu.field_kernels()?.fq_inv_bench;
-    let kind = method as u32;
-    // SAFETY: matches `fq_inv_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters, uint32_t kind)`;
-    // both have n elements.
-    unsafe {
-        stream
-            .launch_builder(f)
-            .arg(a)
-            .arg(out)
-            .arg(&n)
-            .arg(&iters)
-            .arg(&kind)
-            .launch(elementwise(n as usize))
-    }
-    .during("fq_inv_bench")?;
-    Ok(())
+    launch_chains(stream, &gpu.field_kernels()?.fq_inv_bench, "fq_inv_bench", a, out, iters, method as u32)
 }

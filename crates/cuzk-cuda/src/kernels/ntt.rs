@@ -10,6 +10,19 @@ use crate::modules::PASS_TILE_BITS;
 use crate::profile::Probe;
 use crate::{CudaError, DriverContext, Gpu, GpuFr};
 
+/// Which units an NTT pass's multiplications use (`kernels/ntt/ntt.cu`); every choice gives the
+/// same bits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MulUnits {
+    /// The 32-bit integer multiply-adds (Fr's `operator*`).
+    #[default]
+    Integer = 0,
+    /// The FP64 units (`mul_fp64`, `kernels/field/fp64.cuh`).
+    Fp64 = 1,
+    /// The FP64 units in odd warps, the integer ones in even warps.
+    Mixed = 2,
+}
+
 /// A power table `s^i = hi[i >> lo_bits] * lo[i & (2^lo_bits - 1)]` on the device.
 #[derive(Debug)]
 pub struct PowerTable {
@@ -164,6 +177,7 @@ pub fn ntt_pass(
     s0: u32,
     k: u32,
     decimation: Decimation,
+    units: MulUnits,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
     let n = 1usize << log_n;
@@ -189,7 +203,7 @@ pub fn ntt_pass(
     // the 64 KiB the function is configured for (`PASS_SHARED_BYTES`).
     unsafe {
         stream
-            .launch_builder(&gpu.ntt.pass)
+            .launch_builder(&gpu.ntt.pass[units as usize])
             .arg(x)
             .arg(tw)
             .arg(&log_n)
@@ -220,6 +234,7 @@ pub fn ntt_pass_turn(
     log_n: u32,
     k: u32,
     coset: &PowerTable,
+    units: MulUnits,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
     let n = 1usize << log_n;
@@ -246,7 +261,7 @@ pub fn ntt_pass_turn(
     // memory is 2^k elements plus fewer twiddles, within the 64 KiB the function is configured for.
     unsafe {
         stream
-            .launch_builder(&gpu.ntt.pass_turn)
+            .launch_builder(&gpu.ntt.pass_turn[units as usize])
             .arg(x)
             .arg(itw)
             .arg(tw)
