@@ -1,7 +1,6 @@
 // cuzk kernels: field operations in bulk, for differential tests against arkworks and throughput
 // measurements. Element i of the output holds op(a[i], b[i]) for each op, in the order of the enum.
 #include "field/fields.cuh"
-#include "field/fp64.cuh"
 
 using namespace cuzk;
 
@@ -65,14 +64,14 @@ __device__ __forceinline__ void mul_chain(const F* a, F* out, uint32_t n, uint32
 extern "C" __global__ void fr_mul_bench(const Fr* a, Fr* out, uint32_t n, uint32_t iters) { mul_chain(a, out, n, iters); }
 extern "C" __global__ void fq_mul_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters) { mul_chain(a, out, n, iters); }
 
-// The same chains by mul_fp64 (field/fp64.cuh): `mix` 0 in every warp, 1 in odd warps only (even warps
-// use operator*, so both the integer and the FP64 units are busy).
+// The same chains on `units` (MulUnits): 0 the integer units (operator*), 1 the FP64 units (mul_fp64),
+// 2 the FP64 units in odd warps and the integer ones in even warps, so that both are busy.
 template <class F>
-__device__ __forceinline__ void mul_chain_fp64(const F* a, F* out, uint32_t n, uint32_t iters, uint32_t mix) {
+__device__ __forceinline__ void mul_chain_fp64(const F* a, F* out, uint32_t n, uint32_t iters, uint32_t units) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     F x = a[i], y = a[(i + 1) % n], z = a[(i + 2) % n];
-    if (mix && ((threadIdx.x >> 5) & 1) == 0) {
+    if (units == 0 || (units == 2 && ((threadIdx.x >> 5) & 1) == 0)) {
         for (uint32_t k = 0; k < iters; k++) {
             x = x * y;
             z = z * y;
@@ -86,11 +85,11 @@ __device__ __forceinline__ void mul_chain_fp64(const F* a, F* out, uint32_t n, u
     out[i] = x + z;
 }
 
-extern "C" __global__ void fr_mul_fp64_bench(const Fr* a, Fr* out, uint32_t n, uint32_t iters, uint32_t mix) {
-    mul_chain_fp64(a, out, n, iters, mix);
+extern "C" __global__ void fr_mul_fp64_bench(const Fr* a, Fr* out, uint32_t n, uint32_t iters, uint32_t units) {
+    mul_chain_fp64(a, out, n, iters, units);
 }
-extern "C" __global__ void fq_mul_fp64_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters, uint32_t mix) {
-    mul_chain_fp64(a, out, n, iters, mix);
+extern "C" __global__ void fq_mul_fp64_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters, uint32_t units) {
+    mul_chain_fp64(a, out, n, iters, units);
 }
 
 // Inversion throughput: each thread runs `iters` dependent inversions, x <- 1/(x + a), by the method

@@ -8,6 +8,9 @@ namespace cuzk {
 
 using Fr = Fp<FrParams>;
 using Fq = Fp<FqParams>;
+// The same fields with their products on the FP64 units (field/fp64.cuh): same limbs, same values.
+using Fr64 = Fp<FrParams, true>;
+using Fq64 = Fp<FqParams, true>;
 
 struct Fq2;
 __device__ __noinline__ Fq2 fq2_mul(Fq2 a, Fq2 b);

@@ -18,14 +18,15 @@
 //   384): m = (column * -1/p) mod 2^width from the column's integer value, whose m * p digits join
 //   the columns like the products, and the column's carry (now exact) passes up by a shift.
 // - Columns hold at most 4L terms of magnitude at most 2^52 (L digits), well inside int64.
-// - As in operator*, the result lies below 2p before one conditional subtraction.
+// - As in operator*, the result lies below 2p before one conditional subtraction (the caller's:
+//   Fp<P, true>'s operator* and mul_fp64 in field/mont.cuh).
 //
 // The host check (kernels/host/check.cpp) compiles this with the host's IEEE fma, which rounds as the
 // device's __fma_rn does, so the host test covers it bit for bit.
 #pragma once
 #include <stdint.h>
 
-#include "field/mont.cuh"
+#include "field/ptx.cuh"
 
 #if !defined(__CUDACC__)
 #include <cmath>
@@ -141,10 +142,11 @@ struct Fp64Mul {
         for (int j = 0; j < L; j++) d[j] = f64::digit(bits_at(v, f64::W * j) & f64::DIGIT);
     }
 
-    __device__ __forceinline__ static Fp<P> mul(const Fp<P>& a, const Fp<P>& b) {
+    // r = a * b / 2^(32N) mod p + (0 or p): below 2p, for the caller's conditional subtraction.
+    __device__ __forceinline__ static void mul(const uint32_t (&a)[N], const uint32_t (&b)[N], uint32_t (&r)[N]) {
         double x[L], y[L];
-        digits(a.v, x);
-        digits(b.v, y);
+        digits(a, x);
+        digits(b, y);
         uint64_t c[2 * L];
 #pragma unroll
         for (int k = 0; k < 2 * L; k++) c[k] = offset(k);
@@ -197,23 +199,14 @@ struct Fp64Mul {
         }
         d[L + 1] = carry;
         // The result's word k is bits [LAST + 32k, LAST + 32k + 32) of V.
-        Fp<P> r;
 #pragma unroll
         for (int k = 0; k < N; k++) {
             const int pos = LAST + 32 * k, t = pos / f64::W, s = pos % f64::W;
             uint64_t w = d[t] >> s;
             if (s > f64::W - 32 && t + 1 <= L + 1) w |= d[t + 1] << (f64::W - s);
-            r.v[k] = (uint32_t)w;
+            r[k] = (uint32_t)w;
         }
-        Fp<P>::reduce_once(r.v, 0);
-        return r;
     }
 };
-
-// a * b / 2^(32N) mod p, the same value as a * b, by Fp64Mul.
-template <class P>
-__device__ __forceinline__ Fp<P> mul_fp64(const Fp<P>& a, const Fp<P>& b) {
-    return Fp64Mul<P>::mul(a, b);
-}
 
 }  // namespace cuzk

@@ -5,6 +5,7 @@
 #pragma once
 #include <stdint.h>
 
+#include "field/fp64.cuh"
 #include "field/ptx.cuh"
 
 namespace cuzk {
@@ -12,8 +13,9 @@ namespace cuzk {
 __device__ __forceinline__ uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
 // Field parameters: P provides N, INV (-p^-1 mod 2^32) and limb accessors mod(i), one(i) (R mod p),
-// r2(i) (R^2 mod p) and mod_minus_2(i).
-template <class P>
+// r2(i) (R^2 mod p) and mod_minus_2(i). FP64 picks operator*: the integer multiply-adds below, or the
+// FP64 units (field/fp64.cuh); the two types hold the same limbs and compute the same values.
+template <class P, bool FP64 = false>
 struct alignas(16) Fp {
     static_assert(P::N % 4 == 0, "16-byte aligned elements need a multiple of 4 limbs");
     using Params = P;
@@ -86,7 +88,7 @@ struct alignas(16) Fp {
 
     __device__ __forceinline__ Fp dbl() const { return *this + *this; }
 
-    // Montgomery multiplication, CIOS with split accumulators.
+    // Montgomery multiplication; on the integer units (mul_int), CIOS with split accumulators.
     //
     // The running value t lives in two arrays: e[k] has weight 2^(32k) and o[k] weight 2^(32(k+1)).
     // The products a[j]*x of even j put their low and high words at weights j and j+1, those of odd j
@@ -99,6 +101,23 @@ struct alignas(16) Fp {
     // one, so o (weights 1..N) never carries out of its top limb and the result needs one final
     // conditional subtraction.
     __device__ __forceinline__ Fp operator*(const Fp& b) const {
+        if constexpr (FP64) {
+            return mul_fp64(b);
+        } else {
+            return mul_int(b);
+        }
+    }
+
+    // The multiplication on the FP64 units (Fp64Mul), whichever operator* this type has.
+    __device__ __forceinline__ Fp mul_fp64(const Fp& b) const {
+        Fp r;
+        Fp64Mul<P>::mul(v, b.v, r.v);
+        reduce_once(r.v, 0);
+        return r;
+    }
+
+    // The multiplication on the integer units, whichever operator* this type has.
+    __device__ __forceinline__ Fp mul_int(const Fp& b) const {
         static_assert(N % 2 == 0, "split accumulators need an even limb count");
         uint32_t e[N], o[N];
         // Row 0: plain products.
@@ -523,5 +542,11 @@ struct alignas(16) Fp {
         return *this * unit;
     }
 };
+
+// a * b by the FP64 units' multiplication (field/fp64.cuh), for either type of a field.
+template <class P, bool FP64>
+__device__ __forceinline__ Fp<P, FP64> mul_fp64(const Fp<P, FP64>& a, const Fp<P, FP64>& b) {
+    return a.mul_fp64(b);
+}
 
 }  // namespace cuzk

@@ -12,16 +12,17 @@
 // Then the MSM's batched affine round over G1 (msm/batch.cuh, BATCH_CHAINS chains per thread): the word
 // `cases`, and per case the words threads, points, buckets, then the points (affine), each bucket's
 // entry count and the entries (point index | sign << 31, sorted by bucket). Out: each bucket's sum (the
-// round's partials added as the later rounds do), in XYZZ.
+// round's partials added as the later rounds do), in XYZZ, then the same again with the round's
+// products as on the FP64 units (Fq64).
 // Then the word m and m Fq elements: each one's inverse_vartime and inverse_euclid (the inversions'
 // awkward inputs at volume: small and near-p values, powers of two, in both canonical and Montgomery
 // limbs).
 #include <cstdio>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
 #include "curve/xyzz.cuh"
-#include "field/fp64.cuh"
 #include "msm/batch.cuh"
 
 using namespace cuzk;
@@ -70,6 +71,31 @@ static bool curve(uint32_t n) {
 
 constexpr uint32_t BATCH_CHAINS = 4;
 
+// The round over field F (Fq, or Fq64 whose products run as on the FP64 units), then each bucket's sum.
+template <class F>
+static void batch_sums(uint32_t threads, uint32_t buckets, const std::vector<G1Affine>& points,
+                       const std::vector<uint32_t>& entries, const std::vector<uint32_t>& count,
+                       const std::vector<uint32_t>& off) {
+    const uint32_t pieces = threads * BATCH_CHAINS;
+    std::vector<Affine<F>> bases(points.size());
+    std::memcpy(bases.data(), points.data(), points.size() * sizeof(G1Affine));
+    std::vector<Affine<F>> acc(pieces);
+    std::vector<F> prefix(pieces);
+    std::vector<Chain> chains(pieces);
+    std::vector<Affine<F>> out(pieces + buckets, Affine<F>{F::zero(), F::zero()});
+    for (uint32_t t = 0; t < threads; t++)
+        sum_batch<F>(t, threads, BATCH_CHAINS, bases.data(), entries.data(), count.data(), off.data(), buckets,
+                     ChainScratch<F>{acc.data(), prefix.data(), chains.data()}, out.data());
+    uint32_t ignored;
+    const uint32_t L = first_piece(count.data(), off.data(), buckets, pieces, ignored);
+    for (uint32_t b = 0; b < buckets; b++) {
+        Xyzz<F> sum = Xyzz<F>::identity();
+        if (count[b] > 0)
+            for (uint32_t q = off[b] / L; q <= (off[b] + count[b] - 1) / L; q++) sum = sum.add_affine(out[q + b]);
+        write(sum);
+    }
+}
+
 static bool batch_round() {
     uint32_t cases;
     if (!read(cases)) return false;
@@ -89,22 +115,8 @@ static bool batch_round() {
         std::vector<uint32_t> entries(total);
         for (auto& e : entries)
             if (!read(e) || (e & 0x7fffffffu) >= points) return false;
-        const uint32_t pieces = threads * BATCH_CHAINS;
-        std::vector<G1Affine> acc(pieces);
-        std::vector<Fq> prefix(pieces);
-        std::vector<Chain> chains(pieces);
-        std::vector<G1Affine> out(pieces + buckets, G1Affine{Fq::zero(), Fq::zero()});
-        for (uint32_t t = 0; t < threads; t++)
-            sum_batch<Fq>(t, threads, BATCH_CHAINS, bases.data(), entries.data(), count.data(), off.data(), buckets,
-                          ChainScratch<Fq>{acc.data(), prefix.data(), chains.data()}, out.data());
-        uint32_t ignored;
-        const uint32_t L = first_piece(count.data(), off.data(), buckets, pieces, ignored);
-        for (uint32_t b = 0; b < buckets; b++) {
-            G1Xyzz sum = G1Xyzz::identity();
-            if (count[b] > 0)
-                for (uint32_t q = off[b] / L; q <= (off[b] + count[b] - 1) / L; q++) sum = sum.add_affine(out[q + b]);
-            write(sum);
-        }
+        batch_sums<Fq>(threads, buckets, bases, entries, count, off);
+        batch_sums<Fq64>(threads, buckets, bases, entries, count, off);
     }
     return true;
 }

@@ -564,6 +564,43 @@ MSM_SUM_AFFINE(g2, Fq2, 2, false)
 
 MSM_SUM_BATCH(g1, Fq, 4)
 MSM_SUM_BATCH(g2, Fq2, 2)
+
+// G1's batched first round with its products on the FP64 units (Fq64, field/fp64.cuh): in every warp,
+// or with MIXED in odd warps only (even warps multiply on the integer units, so both kinds of unit
+// are busy). Fq64 holds the same limbs as Fq, so the buffers are the same; the sums are the same bits.
+// Three blocks a multiprocessor, not four as g1_sum_batch: the FP64 products hold more registers (at
+// four, 128 registers a thread spill some 200 bytes).
+constexpr int FP64_BATCH_BLOCKS = 3;
+
+template <bool MIXED>
+__device__ __forceinline__ void g1_sum_batch_fp64_units(const Affine<Fq>* bases, const uint32_t* entries,
+                                                        const uint32_t* count, const uint32_t* off, uint32_t buckets,
+                                                        uint32_t threads, uint32_t k, Affine<Fq>* acc, Fq* prefix,
+                                                        Chain* chains, Affine<Fq>* out) {
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= threads) return;
+    if (MIXED && ((threadIdx.x >> 5) & 1) == 0) {
+        sum_batch<Fq>(t, threads, k, bases, entries, count, off, buckets, ChainScratch<Fq>{acc, prefix, chains}, out);
+    } else {
+        using A = Affine<Fq64>;
+        sum_batch<Fq64>(t, threads, k, reinterpret_cast<const A*>(bases), entries, count, off, buckets,
+                        ChainScratch<Fq64>{reinterpret_cast<A*>(acc), reinterpret_cast<Fq64*>(prefix), chains},
+                        reinterpret_cast<A*>(out));
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(SUM_THREADS, FP64_BATCH_BLOCKS)
+    g1_sum_batch_fp64(const Affine<Fq>* bases, const uint32_t* entries, const uint32_t* count, const uint32_t* off,
+                      uint32_t buckets, uint32_t threads, uint32_t k, Affine<Fq>* acc, Fq* prefix, Chain* chains,
+                      Affine<Fq>* out) {
+    g1_sum_batch_fp64_units<false>(bases, entries, count, off, buckets, threads, k, acc, prefix, chains, out);
+}
+extern "C" __global__ void __launch_bounds__(SUM_THREADS, FP64_BATCH_BLOCKS)
+    g1_sum_batch_mixed(const Affine<Fq>* bases, const uint32_t* entries, const uint32_t* count, const uint32_t* off,
+                       uint32_t buckets, uint32_t threads, uint32_t k, Affine<Fq>* acc, Fq* prefix, Chain* chains,
+                       Affine<Fq>* out) {
+    g1_sum_batch_fp64_units<true>(bases, entries, count, off, buckets, threads, k, acc, prefix, chains, out);
+}
 MSM_KERNELS(g1, Fq)
 MSM_KERNELS(g2, Fq2)
 

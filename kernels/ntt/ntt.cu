@@ -7,7 +7,6 @@
 // them, and the witness map chains them so that only its last step permutes, turning from each
 // interpolation to its coset evaluation in one kernel (ntt_pass_turn).
 #include "field/fields.cuh"
-#include "field/fp64.cuh"
 
 using namespace cuzk;
 

@@ -130,6 +130,24 @@ pub(crate) struct CircuitChoice {
 }
 
 /// A built-in workload circuit, by name.
+/// `--mul-units`: the engine's [`cuzk::MulUnits`].
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum MulUnitsArg {
+    Integer,
+    Fp64,
+    Mixed,
+}
+
+impl From<MulUnitsArg> for cuzk::MulUnits {
+    fn from(u: MulUnitsArg) -> Self {
+        match u {
+            MulUnitsArg::Integer => Self::Integer,
+            MulUnitsArg::Fp64 => Self::Fp64,
+            MulUnitsArg::Mixed => Self::Mixed,
+        }
+    }
+}
+
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum CircuitName {
     /// The PoRep-shaped partition circuit (SHA-256 labels, Poseidon Merkle paths).
@@ -249,6 +267,10 @@ pub(crate) struct Workload {
     /// (the engine's own default, for processes holding several keys, is without).
     #[arg(long)]
     pub(crate) no_msm_tables: bool,
+    /// On a GPU, the units the NTT passes and G1's batched MSM round multiply on: `integer` (the
+    /// default), `fp64`, or `mixed` (both, in alternate warps). The proofs are the same.
+    #[arg(long, value_enum, default_value_t = MulUnitsArg::Integer)]
+    pub(crate) mul_units: MulUnitsArg,
     /// Use a timing key instead of a setup: the real key's shape and points at infinity, made in
     /// seconds even at 2^24 rows, but its proofs do not verify. Instead of the self-check, every
     /// proof is compared with ark-groth16's proof for the key in closed form (see

@@ -12,7 +12,7 @@ use cuzk::{Config, Engine, Proof, Summary};
 use rand::{rngs::StdRng, SeedableRng};
 use rayon::prelude::*;
 
-use crate::flags::{BenchArgs, Workload};
+use crate::flags::{BenchArgs, MulUnitsArg, Workload};
 use crate::output::{print, CmdError};
 use crate::progress::Progress;
 use crate::report::{print_table, ArkFigures, Output, PipelineFigures, RunShape, Stages, Variant};
@@ -256,6 +256,7 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
         cuda_devices: w.devices.clone(),
         evaluate_on_device: !w.host_evaluation,
         msm_tables: !w.no_msm_tables,
+        mul_units: w.mul_units.into(),
         ..Config::default().with_backend(w.backend)
     };
     let engine = Engine::new(Config { verify_proofs: config.verify_proofs && !w.timing_key, ..config })?;
@@ -407,6 +408,11 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
         partitions,
         proofs: proof_count,
         synthesis_mode: engine.synthesis_mode(&key).name(),
+        mul_units: (engine.backend_name() != "cpu").then_some(match w.mul_units {
+            MulUnitsArg::Integer => "integer",
+            MulUnitsArg::Fp64 => "fp64",
+            MulUnitsArg::Mixed => "mixed",
+        }),
         upload_bytes_per_partition: upload_bytes(&engine, &key, shape)?,
         key: if w.timing_key { "timing" } else { "setup" },
         keygen_seconds,

@@ -294,6 +294,9 @@ pub(crate) struct Output {
     pub(crate) merge_locks: Option<bool>,
     /// "full", "witness-only" or "compact" (witness-only, a, b, c evaluated on the GPU).
     pub(crate) synthesis_mode: &'static str,
+    /// On a GPU: the units the NTT passes and G1's batched MSM round multiplied on ("integer",
+    /// "fp64" or "mixed"; --mul-units).
+    pub(crate) mul_units: Option<&'static str>,
     /// Bytes one partition's upload copies to the device (partition 0's: its compact assignment, or
     /// a, b, c and z in full); none on the CPU.
     pub(crate) upload_bytes_per_partition: Option<u64>,
@@ -358,6 +361,9 @@ pub(crate) fn print_table(o: &Output) {
         None => println!("  key generation            {:>10.3} s  ({} key)", o.keygen_seconds, o.key),
     }
     println!("  synthesis mode            {:>10}", o.synthesis_mode);
+    if let Some(units) = o.mul_units {
+        println!("  multiplication units      {units:>10}");
+    }
     if let Some(bytes) = o.upload_bytes_per_partition {
         println!("  upload per partition      {:>10.1} MiB", bytes as f64 / (1u64 << 20) as f64);
     }

@@ -115,7 +115,7 @@ fn field_throughput(b: &CudaBackend, rows: &mut Vec<Row>) -> Result<(), CudaErro
     // rows above; each run's outputs must equal the integer kernels'.
     let (int_fr, int_fq) = (gpu.download(s, &ofr)?, gpu.download(s, &ofq)?);
     let fr_rate = muls / (rows[rows.len() - 2].gpu_ms / 1e3);
-    for mix in [kernels::MulMix::Fp64, kernels::MulMix::Mixed] {
+    for mix in [kernels::MulUnits::Fp64, kernels::MulUnits::Mixed] {
         let ms = time_gpu(b, 5, || kernels::fr_mul_fp64_bench(gpu, s, &dfr, &mut ofr, iters, mix))?;
         assert!(gpu.download(s, &ofr)? == int_fr, "Fr mul_fp64 ({mix:?}) differs from operator*");
         let rate = muls / (ms / 1e3);

@@ -3,13 +3,16 @@
 //! Usage: msm_bench [--json FILE] [--ark-max LOG] [--sizes LOG,LOG,...] [--windows C,C,...]
 //!                  [--tables C:M,C:M,...] [--bases device|host|both] [--curves g1,g2]
 //!                  [--scalars random,bits] [--first-rounds xyzz,batch,batch:K,auto]
-//!                  [--sorts direct,binned] [--batches LOG,LOG,...] [--trace]
+//!                  [--sorts direct,binned] [--batches LOG,LOG,...] [--units integer,fp64,mixed]
+//!                  [--trace]
 //!
 //! `--first-rounds` times every variant with each way of doing the first summing round (`xyzz`
 //! accumulators, `batch` affine additions, `batch:K` with K chains per thread, or `auto`: batched from
 //! `batch_affine_from(curve)` points, the default). `--sorts` times each with each way of writing
 //! the sorted entries (`binned`, the default, or `direct`). `--batches` times each with each most
-//! points per batch (`2^LOG`; the default is `MsmConfig::default().batch`).
+//! points per batch (`2^LOG`; the default is `MsmConfig::default().batch`). `--units` times each
+//! with G1's batched first round multiplying on each of the units (`MulUnits`; the integer units by
+//! default); every variant's result must equal the first's.
 //!
 //! `--tables` adds, after the plain variants, device-resident bases replaced by a table of `M`
 //! multiples per point for windows of `C` bits (`M = all`: every window in one set of buckets),
@@ -33,6 +36,7 @@ use std::time::Instant;
 use ark_bls12_381::{Fr, G1Projective, G2Projective};
 use ark_ec::{CurveGroup, VariableBaseMSM};
 use ark_ff::{One, UniformRand, Zero};
+use cuzk_cuda::kernels::MulUnits;
 use cuzk_cuda::msm::{self, Curve, FirstRound, Plan, Sort, G1, G2};
 use cuzk_cuda::profile::Probe;
 use cuzk_cuda::{CudaBackend, CudaError, GpuFr, MsmConfig, Residency};
@@ -95,7 +99,16 @@ fn round_label(r: &Row) -> String {
         (FirstRound::Auto, _) => " auto".into(),
         (FirstRound::Xyzz, _) => String::new(),
     };
-    round + sort_label(r.sort) + &batch_label(r.batch)
+    round + sort_label(r.sort) + &batch_label(r.batch) + units_label(r.units)
+}
+
+/// ` fp64` / ` mixed units` for G1's batched round on those units, nothing for the integer units.
+fn units_label(units: MulUnits) -> &'static str {
+    match units {
+        MulUnits::Integer => "",
+        MulUnits::Fp64 => " fp64",
+        MulUnits::Mixed => " mixed units",
+    }
 }
 
 /// ` batches of 2^B` for a batch size other than the default, else nothing.
@@ -126,6 +139,7 @@ struct Row {
     sort: Sort,
     /// Most points per batch.
     batch: usize,
+    units: MulUnits,
     table: Option<(f64, u64)>,
     host_bases: bool,
     wall_ms: f64,
@@ -159,6 +173,8 @@ struct Sweep {
     sorts: Vec<Sort>,
     /// Most points per batch.
     batches: Vec<usize>,
+    /// Units of G1's batched first round.
+    units: Vec<MulUnits>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -211,12 +227,13 @@ fn run<C: Curve>(
             }
             let rounds = sweep.first_rounds.iter().flat_map(|&r| sweep.sorts.iter().map(move |&s| (r, s)));
             let rounds = rounds.flat_map(|rs| sweep.batches.iter().map(move |&batch| (rs, batch)));
-            for (((first_round, batch_chains), sort), batch) in rounds {
+            let rounds = rounds.flat_map(|rb| sweep.units.iter().map(move |&units| (rb, units)));
+            for ((((first_round, batch_chains), sort), batch), units) in rounds {
                 let (on_host, dev) = match plain_index {
                     Some(i) => (&stored[i].0, &stored[i].1),
                     None => (&false, tabled.as_ref().expect("a table was just built")),
                 };
-                let config = MsmConfig { window_bits, first_round, batch_chains, sort, batch };
+                let config = MsmConfig { window_bits, first_round, batch_chains, sort, batch, units };
                 let call = |probe: &mut Probe| {
                     msm::msm_probed::<C>(gpu, &dev.msm_bases(), &dk.slice(..), &config, probe)
                 };
@@ -226,7 +243,7 @@ fn run<C: Curve>(
                     Some(r) => assert_eq!(
                         r,
                         got,
-                        "{} 2^{log_n}: window {window_bits:?}, {first_round:?}, {sort:?} differs",
+                        "{} 2^{log_n}: window {window_bits:?}, {first_round:?}, {sort:?}, {units:?} differs",
                         C::NAME
                     ),
                 }
@@ -322,6 +339,7 @@ fn run<C: Curve>(
                     batch_chains,
                     sort,
                     batch,
+                    units,
                     table,
                     host_bases: *on_host,
                     wall_ms: median(walls),
@@ -386,6 +404,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             first_rounds: vec![(defaults.first_round, None)],
             sorts: vec![defaults.sort],
             batches: vec![defaults.batch],
+            units: vec![defaults.units],
         },
     };
     let mut it = args.iter();
@@ -450,6 +469,14 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--batches" => {
                 o.sweep.batches =
                     items(flag, v, |x| x.parse().ok().filter(|l| (1..=30).contains(l)).map(|l: u32| 1 << l))?;
+            }
+            "--units" => {
+                o.sweep.units = items(flag, v, |x| match x {
+                    "integer" => Some(MulUnits::Integer),
+                    "fp64" => Some(MulUnits::Fp64),
+                    "mixed" => Some(MulUnits::Mixed),
+                    _ => None,
+                })?;
             }
             _ => return Err(format!("unknown flag `{flag}`")),
         }

@@ -38,6 +38,7 @@ use cuzk_groth16::{
 use rayon::prelude::*;
 
 use crate::arena::{self, Arena, ArenaBuffer};
+use crate::kernels::MulUnits;
 use crate::msm::{self, GpuBases, MsmConfig, Residency, MSM_RESERVE};
 use crate::ntt::{self, NttTables, MAX_LOG_N};
 use crate::profile::Probe;
@@ -81,6 +82,8 @@ pub struct CudaBackend {
     gpu: Gpu,
     tables: Mutex<HashMap<u32, Arc<NttTables>>>,
     msm: MsmConfig,
+    /// The units the NTT passes multiply on (the MSM's are in `msm`).
+    ntt_units: MulUnits,
     /// Pinned, write-combined buffers that polynomials are converted into before their upload on the
     /// copy stream, kept between proofs (partitions of one key have one size).
     staging: Mutex<Vec<PinnedHostSlice<GpuFr>>>,
@@ -135,6 +138,7 @@ impl CudaBackend {
             gpu: Gpu::new(ordinal)?,
             tables: Mutex::new(HashMap::new()),
             msm: MsmConfig::default(),
+            ntt_units: MulUnits::Integer,
             staging: Mutex::new(Vec::new()),
             arena: Arc::new(Arena::default()),
             staging_keep: AtomicUsize::new(KEPT_STAGING),
@@ -424,6 +428,15 @@ impl CudaBackend {
         self.msm
     }
 
+    /// The same backend with its NTT passes and G1's batched MSM round multiplying on `units`
+    /// (`MsmConfig::units` for the MSMs; every choice gives the same bits). Set before the first
+    /// transform: tables already built keep their units.
+    pub fn with_mul_units(mut self, units: MulUnits) -> Self {
+        self.msm.units = units;
+        self.ntt_units = units;
+        self
+    }
+
     /// Converts MSM bases and keeps them where they fit ([`Residency::Auto`]).
     pub fn upload_bases<C: Curve>(&self, bases: &[Affine<C>]) -> Result<GpuBases<C>, CudaError> {
         self.upload_bases_to(bases, Residency::Auto)
@@ -470,7 +483,8 @@ impl CudaBackend {
         if let Some(t) = map.get(&log_n) {
             return Ok(t.clone());
         }
-        let t = Arc::new(NttTables::new(&self.gpu, self.gpu.compute_stream(), log_n)?);
+        let t =
+            Arc::new(NttTables::new(&self.gpu, self.gpu.compute_stream(), log_n)?.with_units(self.ntt_units));
         map.insert(log_n, t.clone());
         Ok(t)
     }

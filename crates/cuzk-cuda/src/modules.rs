@@ -123,6 +123,8 @@ pub(crate) struct CurveKernels {
     pub(crate) sum_ones: CudaFunction,
     pub(crate) sum_affine: CudaFunction,
     pub(crate) sum_batch: CudaFunction,
+    /// G1's `sum_batch` with its products on the FP64 units in every warp and in odd warps (G2: none).
+    pub(crate) sum_batch_fp64: Option<[CudaFunction; 2]>,
     pub(crate) sum_xyzz: CudaFunction,
     pub(crate) sum_partials: CudaFunction,
     pub(crate) window_segments: CudaFunction,
@@ -140,6 +142,11 @@ impl MsmKernels {
                 sum_ones: f(if g1 { "g1_sum_ones" } else { "g2_sum_ones" })?,
                 sum_affine: f(if g1 { "g1_sum_affine" } else { "g2_sum_affine" })?,
                 sum_batch: f(if g1 { "g1_sum_batch" } else { "g2_sum_batch" })?,
+                sum_batch_fp64: if g1 {
+                    Some([f("g1_sum_batch_fp64")?, f("g1_sum_batch_mixed")?])
+                } else {
+                    None
+                },
                 sum_xyzz: f(if g1 { "g1_sum_xyzz" } else { "g2_sum_xyzz" })?,
                 sum_partials: f(if g1 { "g1_sum_partials" } else { "g2_sum_partials" })?,
                 window_segments: f(if g1 { "g1_window_segments" } else { "g2_window_segments" })?,

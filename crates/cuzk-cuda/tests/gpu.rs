@@ -621,6 +621,54 @@ fn msm_sorts_binned_and_direct_agree_with_ark_ec() {
     }
 }
 
+/// As many bases as `b`, from a few of them: `b[0]`, `-b[0]`, the identity and `b[i % 7]` in turn (a
+/// batched round's chains meet doublings and cancellations).
+fn repeated(b: &[ark_bls12_381::G1Affine]) -> Vec<ark_bls12_381::G1Affine> {
+    (0..b.len())
+        .map(|i| match i % 5 {
+            0 => b[0],
+            1 => -b[0],
+            2 => Default::default(),
+            _ => b[i % 7],
+        })
+        .collect()
+}
+
+#[test]
+fn msm_g1_batched_round_on_the_fp64_units_matches_ark_ec() {
+    // G1's batched first round with its products on the FP64 units, in every warp and in odd warps:
+    // every scalar kind on awkward sizes, repeated bases and identities, small batches, a table, and
+    // 2^20 + 1 points against the closed form.
+    let mut rng = seeded_rng("msm_units");
+    let n = 5000;
+    let b1 = bases::<G1Projective>(n, &mut rng);
+    let repeats = repeated(&b1);
+    let (big, r, step) = progression::<G1Projective>((1 << 20) + 1, &mut rng);
+    for units in [kernels::MulUnits::Fp64, kernels::MulUnits::Mixed] {
+        let config = MsmConfig { first_round: FirstRound::BatchAffine, units, ..MsmConfig::default() };
+        let gpu = backend().with_msm_config(config);
+        for &size in &[1usize, 2, 5, 31, 257, 4097, n] {
+            for kind in KINDS {
+                let s = scalars(kind, size, &mut rng);
+                let e = G1Projective::msm(&b1[..size], &s).unwrap();
+                check_msm::<G1>(&gpu, &b1[..size], &s, e, &format!("{units:?}, n = {size}, {kind:?}"));
+            }
+        }
+        for kind in [Scalars::Random, Scalars::Bits, Scalars::One] {
+            let s = scalars(kind, n, &mut rng);
+            let e = G1Projective::msm(&repeats, &s).unwrap();
+            let small = backend().with_msm_config(MsmConfig { batch: 999, ..config });
+            check_msm::<G1>(&small, &repeats, &s, e, &format!("{units:?}, repeats, {kind:?}, batch 999"));
+            let mut d = gpu.upload_bases_to::<G1>(&repeats, Residency::Device).unwrap();
+            d.precompute(gpu.gpu(), 16, 16).unwrap();
+            let got = gpu.msm_host(&d, &s).unwrap();
+            assert_eq!(got.into_affine(), e.into_affine(), "{units:?}, repeats, {kind:?}, table");
+        }
+        let k = scalars(Scalars::Random, big.len(), &mut rng);
+        check_msm::<G1>(&gpu, &big, &k, closed_form(&k, r, step), &format!("{units:?}, 2^20 + 1"));
+    }
+}
+
 #[test]
 fn msm_with_batched_affine_sums_matches_ark_ec() {
     // The first summing round by batched affine additions: every scalar kind on awkward sizes (chains
@@ -642,15 +690,7 @@ fn msm_with_batched_affine_sums_matches_ark_ec() {
         }
     }
     // Repeated bases (doublings and cancellations inside a chain), identities, and a sparse set.
-    let mut repeats = b1.clone();
-    for i in 0..n {
-        repeats[i] = match i % 5 {
-            0 => b1[0],
-            1 => -b1[0],
-            2 => Default::default(),
-            _ => b1[i % 7],
-        };
-    }
+    let repeats = repeated(&b1);
     for kind in [Scalars::Random, Scalars::Bits, Scalars::One, Scalars::Small] {
         let s = scalars(kind, n, &mut rng);
         let e = G1Projective::msm(&repeats, &s).unwrap();

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+pub use cuzk_cuda::kernels::MulUnits;
+
 /// Which backend proves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum BackendKind {
@@ -72,6 +74,10 @@ pub struct Config {
     /// the H200: one batch at 20-bit windows 719 ms against 840 in batches of 2^24);
     /// [`crate::Key::msm_batches`] says which.
     pub msm_tables: bool,
+    /// Which units the GPU's NTT passes and G1's batched MSM round multiply on: the integer
+    /// multiply-adds (the default), the FP64 units, or both in alternate warps. Every choice gives the
+    /// same proofs; which is fastest is a measurement (docs/benchmarks/cuda-field-ntt.md).
+    pub mul_units: MulUnits,
 }
 
 impl Default for Config {
@@ -85,6 +91,7 @@ impl Default for Config {
             evaluate_on_device: true,
             msm_tables: false,
             cuda_devices: None,
+            mul_units: MulUnits::Integer,
         }
     }
 }

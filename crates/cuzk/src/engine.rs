@@ -28,7 +28,7 @@ use crate::{BackendKind, Config, Error, Key};
 
 /// The CUDA backends of `devices` (every device when `None`) with every kernel module loaded, or why
 /// they cannot be used.
-fn open_cuda(devices: Option<&[usize]>) -> Result<Vec<Arc<CudaBackend>>, String> {
+fn open_cuda(devices: Option<&[usize]>, units: crate::MulUnits) -> Result<Vec<Arc<CudaBackend>>, String> {
     let ordinals: Vec<usize> = match devices {
         Some([]) => return Err("the list of CUDA devices is empty".into()),
         Some(list) => list.to_vec(),
@@ -42,8 +42,9 @@ fn open_cuda(devices: Option<&[usize]>) -> Result<Vec<Arc<CudaBackend>>, String>
     ordinals
         .into_iter()
         .map(|ordinal| {
-            let backend =
-                CudaBackend::new(ordinal).map_err(|e| format!("no usable CUDA GPU {ordinal}: {e}"))?;
+            let backend = CudaBackend::new(ordinal)
+                .map_err(|e| format!("no usable CUDA GPU {ordinal}: {e}"))?
+                .with_mul_units(units);
             backend
                 .load_kernels()
                 .map_err(|e| format!("the CUDA kernels do not load on GPU {ordinal}: {e}"))?;
@@ -116,11 +117,11 @@ impl Engine {
         let devices = config.cuda_devices.as_deref();
         let (backend, note) = match config.backend {
             BackendKind::Cpu => (Backends::Cpu(CpuBackend), None),
-            BackendKind::Auto => match open_cuda(devices) {
+            BackendKind::Auto => match open_cuda(devices, config.mul_units) {
                 Ok(b) => (Backends::Cuda(b), None),
                 Err(why) => (Backends::Cpu(CpuBackend), Some(format!("using the CPU: {why}"))),
             },
-            BackendKind::Cuda => match open_cuda(devices) {
+            BackendKind::Cuda => match open_cuda(devices, config.mul_units) {
                 Ok(b) => (Backends::Cuda(b), None),
                 Err(reason) => return Err(Error::BackendUnavailable { backend: BackendKind::Cuda, reason }),
             },

@@ -109,12 +109,39 @@ fn single_proofs_take_the_gpus_in_turn_and_equal_ark_groth16() {
     // Twice as many proofs as devices, in parallel: each device proves some.
     let circuits: Vec<Synthetic> =
         (0..2 * key.devices()).map(|_| Synthetic::with_log_rows(10, rng.gen()).with_bit_share(500)).collect();
-    let randomness: Vec<(Fr, Fr)> =
-        circuits.iter().map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng))).collect();
-    let reports = engine.prove_partitions_report(&key, circuits.clone(), randomness.clone()).unwrap();
+    prove_and_compare(&engine, &key, &pk, circuits, &mut rng, "single proofs");
+}
+
+/// Proves `circuits` on `key` with fresh randomness and compares each proof with ark-groth16's.
+fn prove_and_compare(
+    engine: &Engine,
+    key: &cuzk::Key,
+    pk: &ark_groth16::ProvingKey<Bls12_381>,
+    circuits: Vec<Synthetic>,
+    rng: &mut impl Rng,
+    what: &str,
+) {
+    let randomness: Vec<(Fr, Fr)> = circuits.iter().map(|_| (Fr::rand(rng), Fr::rand(rng))).collect();
+    let reports = engine.prove_partitions_report(key, circuits.clone(), randomness.clone()).unwrap();
     for (i, (report, (c, (r, s)))) in reports.iter().zip(circuits.iter().zip(&randomness)).enumerate() {
-        let ark = Groth16::<Bls12_381>::create_proof_with_reduction(*c, &pk, *r, *s).unwrap();
-        assert_eq!(report.proof, ark, "proof {i}");
+        let ark = Groth16::<Bls12_381>::create_proof_with_reduction(*c, pk, *r, *s).unwrap();
+        assert_eq!(report.proof, ark, "{what}: proof {i}");
+    }
+}
+
+#[test]
+fn proofs_with_the_fp64_units_equal_ark_groth16() {
+    // Config::mul_units reaches the NTT passes (every proof's witness map); G1's batched MSM round
+    // takes it from 2^22 points, which the MSM tests of cuzk-cuda cover.
+    let mut rng = seeded_rng("gpu_engine_units");
+    let shape = Synthetic::with_log_rows(12, rng.gen()).with_bit_share(300);
+    let pk = keygen(shape, &mut rng);
+    for units in [cuzk::MulUnits::Fp64, cuzk::MulUnits::Mixed] {
+        let engine = Engine::new(Config { mul_units: units, ..Config::cuda() }).unwrap();
+        let key = engine.load_key(pk.clone()).unwrap();
+        let circuits: Vec<Synthetic> =
+            (0..2).map(|_| Synthetic::with_log_rows(12, rng.gen()).with_bit_share(300)).collect();
+        prove_and_compare(&engine, &key, &pk, circuits, &mut rng, &format!("{units:?}"));
     }
 }
 

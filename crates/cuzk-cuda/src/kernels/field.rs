@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
 
-use super::{count, elementwise, expect_len};
+use super::{count, elementwise, expect_len, MulUnits};
 use crate::{CudaError, DriverContext, Gpu, GpuFq, GpuFq2, GpuFr};
 
 /// Outputs per element of `fr_ops` / `fq_ops`: add, sub, mul, sqr, neg, inverse (Fermat's), to_mont,
@@ -85,15 +85,6 @@ mul_bench!(
     fq_mul_bench, GpuFq
 );
 
-/// Which units the multiplications of [`fr_mul_fp64_bench`] / [`fq_mul_fp64_bench`] use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MulMix {
-    /// Every warp multiplies by `mul_fp64` (products on the FP64 units).
-    Fp64 = 0,
-    /// Odd warps by `mul_fp64`, even warps by the integer `operator*`, so both units are busy.
-    Mixed = 1,
-}
-
 /// Launches a throughput kernel `(const F* a, F* out, uint32_t n, uint32_t iters, uint32_t choice)`
 /// over `a`'s elements.
 fn launch_chains<T: cudarc::driver::DeviceRepr>(
@@ -131,21 +122,19 @@ macro_rules! mul_fp64_bench {
             a: &CudaSlice<$ty>,
             out: &mut CudaSlice<$ty>,
             iters: u32,
-            mix: MulMix,
+            units: MulUnits,
         ) -> Result<(), CudaError> {
-            launch_chains(stream, &gpu.field_kernels()?.$name, stringify!($name), a, out, iters, mix as u32)
+            launch_chains(stream, &gpu.field_kernels()?.$name, stringify!($name), a, out, iters, units as u32)
         }
     };
 }
 
 mul_fp64_bench!(
-    /// Throughput probe: as [`fr_mul_bench`], the multiplications by `mul_fp64` (or half of the warps'
-    /// by it, `MulMix::Mixed`).
+    /// Throughput probe: as [`fr_mul_bench`], the multiplications on `units`.
     fr_mul_fp64_bench, GpuFr
 );
 mul_fp64_bench!(
-    /// Throughput probe: as [`fq_mul_bench`], the multiplications by `mul_fp64` (or half of the warps'
-    /// by it, `MulMix::Mixed`).
+    /// Throughput probe: as [`fq_mul_bench`], the multiplications on `units`.
     fq_mul_fp64_bench, GpuFq
 );
 

@@ -18,12 +18,26 @@ pub(crate) mod r1cs;
 #[cfg(feature = "bench-kernels")]
 pub use field::{
     fq2_ops, fq_inv_bench, fq_mul_bench, fq_mul_fp64_bench, fq_ops, fr_mul_bench, fr_mul_fp64_bench, fr_ops,
-    FqInverse, MulMix, FIELD_OPS, FQ2_OPS,
+    FqInverse, FIELD_OPS, FQ2_OPS,
 };
 pub use ntt::{
-    bit_reverse, fill_powers, ntt_pass, ntt_pass_turn, quotient, scale, Decimation, MulUnits, PowerTable,
-    ScaleAt, MAX_PASS_STAGES,
+    bit_reverse, fill_powers, ntt_pass, ntt_pass_turn, quotient, scale, Decimation, PowerTable, ScaleAt,
+    MAX_PASS_STAGES,
 };
+
+/// Which units a kernel's field multiplications use: the NTT passes' (`kernels/ntt/ntt.cu`), G1's
+/// batched first MSM round's (`kernels/msm/msm.cu`), the throughput probes'. Every choice gives the
+/// same bits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MulUnits {
+    /// The 32-bit integer multiply-adds (Fr's `operator*`).
+    #[default]
+    Integer = 0,
+    /// The FP64 units (`mul_fp64`, `kernels/field/fp64.cuh`).
+    Fp64 = 1,
+    /// The FP64 units in odd warps, the integer ones in even warps.
+    Mixed = 2,
+}
 
 /// Threads per block of the elementwise kernels.
 const BLOCK: u32 = 256;

@@ -14,7 +14,7 @@ use cuzk_field::Curve;
 #[cfg(test)]
 pub(crate) use super::binned::Bins;
 pub(crate) use super::binned::{bin_cursors, place, scatter_bins, SortPart};
-use super::{count as count32, expect_at_least, expect_len, grid};
+use super::{count as count32, expect_at_least, expect_len, grid, MulUnits};
 use crate::modules::CurveKernels;
 use crate::profile::Probe;
 use crate::{CudaError, DriverContext, Gpu, GpuAffine, GpuFr, Xyzz};
@@ -371,11 +371,13 @@ pub(crate) fn batch_prefix_words<C: Curve>() -> usize {
 
 /// `G_sum_batch`: the first summing round by batched affine additions, `threads` threads of `chains`
 /// chains each (pieces `threads * chains`), each piece's partial per bucket it touches at
-/// `out[piece + bucket]`, where [`sum_affine`] writes them, but affine (the identity as (0, 0)).
+/// `out[piece + bucket]`, where [`sum_affine`] writes them, but affine (the identity as (0, 0)). The
+/// products run on `units` where the curve has such a kernel (G1), else on the integer units.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sum_batch<C: Curve>(
     gpu: &Gpu,
     ck: &CurveKernels,
+    units: MulUnits,
     stream: &Arc<CudaStream>,
     bases: &CudaView<'_, GpuAffine<C>>,
     entries: &CudaSlice<u32>,
@@ -395,6 +397,11 @@ pub(crate) fn sum_batch<C: Curve>(
     expect_at_least("sum_batch", pieces * batch_prefix_words::<C>(), prefix.len())?;
     expect_at_least("sum_batch", pieces * 4, records.len())?;
     count32("sum_batch", pieces)?;
+    let f = match (units, &ck.sum_batch_fp64) {
+        (MulUnits::Fp64, Some([fp64, _])) => fp64,
+        (MulUnits::Mixed, Some([_, mixed])) => mixed,
+        _ => &ck.sum_batch,
+    };
     probe.before(gpu, stream)?;
     // SAFETY: matches `G_sum_batch(const Affine<F>* bases, const uint32_t* entries, const uint32_t*
     // count, const uint32_t* off, uint32_t buckets, uint32_t threads, uint32_t k, Affine<F>* acc, F*
@@ -405,7 +412,7 @@ pub(crate) fn sum_batch<C: Curve>(
     // below pieces + buckets <= out.len() (checked).
     unsafe {
         stream
-            .launch_builder(&ck.sum_batch)
+            .launch_builder(f)
             .arg(bases)
             .arg(entries)
             .arg(sorted.count)

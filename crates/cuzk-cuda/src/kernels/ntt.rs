@@ -5,23 +5,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::{count, elementwise, expect_len, BLOCK};
+use super::{count, elementwise, expect_len, MulUnits, BLOCK};
 use crate::modules::PASS_TILE_BITS;
 use crate::profile::Probe;
 use crate::{CudaError, DriverContext, Gpu, GpuFr};
-
-/// Which units an NTT pass's multiplications use (`kernels/ntt/ntt.cu`); every choice gives the
-/// same bits.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum MulUnits {
-    /// The 32-bit integer multiply-adds (Fr's `operator*`).
-    #[default]
-    Integer = 0,
-    /// The FP64 units (`mul_fp64`, `kernels/field/fp64.cuh`).
-    Fp64 = 1,
-    /// The FP64 units in odd warps, the integer ones in even warps.
-    Mixed = 2,
-}
 
 /// A power table `s^i = hi[i >> lo_bits] * lo[i & (2^lo_bits - 1)]` on the device.
 #[derive(Debug)]

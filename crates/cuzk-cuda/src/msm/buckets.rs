@@ -17,6 +17,7 @@ use cuzk_field::Curve;
 use super::plan::{FirstRound, Plan};
 use super::sort::{chunk_counts, Segments, Sorted};
 use crate::kernels::msm::{self as k, SUM_THREADS};
+use crate::kernels::MulUnits;
 use crate::modules::CurveKernels;
 use crate::profile::Probe;
 use crate::scratch::ScratchBuf;
@@ -29,12 +30,14 @@ const LATER_CHUNK: u32 = 16;
 const REDUCE_PER: u32 = 256;
 
 /// Blocks of the batched affine round per multiprocessor (its launch bounds in msm.cu: G1 four, G2
-/// two). G1 at four rather than three (128 registers, 32 bytes spilled): 2.6 ms less at 2^24 with a
-/// table on the H200, the round faster by more than the later rounds lose to its extra partials.
-fn batch_blocks<C: Curve>() -> u32 {
-    match C::ID {
-        cuzk_field::CurveId::G1 => 4,
-        cuzk_field::CurveId::G2 => 2,
+/// two; G1 on the FP64 units three). G1 at four rather than three (128 registers, 32 bytes spilled):
+/// 2.6 ms less at 2^24 with a table on the H200, the round faster by more than the later rounds lose
+/// to its extra partials. Its FP64 variants spill some 200 bytes at four, none at three.
+fn batch_blocks<C: Curve>(plan: &Plan) -> u32 {
+    match (C::ID, plan.units) {
+        (cuzk_field::CurveId::G1, MulUnits::Integer) => 4,
+        (cuzk_field::CurveId::G1, MulUnits::Fp64 | MulUnits::Mixed) => 3,
+        (cuzk_field::CurveId::G2, _) => 2,
     }
 }
 
@@ -42,7 +45,7 @@ fn batch_blocks<C: Curve>() -> u32 {
 /// multiprocessors: a full wave of the device, but no more than leave each chain at least 8 of the
 /// most entries the batch can have.
 fn batch_threads<C: Curve>(sms: u32, plan: &Plan, points: usize, chains: u32) -> u32 {
-    let wave = sms.max(1) as u64 * batch_blocks::<C>() as u64 * SUM_THREADS as u64;
+    let wave = sms.max(1) as u64 * batch_blocks::<C>(plan) as u64 * SUM_THREADS as u64;
     // Entries: at most one per window of each point (`points` counts a table's multiples too).
     let entries = (points as u64).div_ceil(plan.multiples as u64) * plan.windows as u64;
     let needed = entries.div_ceil(8 * chains as u64).next_multiple_of(SUM_THREADS as u64);
@@ -56,7 +59,7 @@ fn batch_threads<C: Curve>(sms: u32, plan: &Plan, points: usize, chains: u32) ->
 /// G1 batches that would give every chain of a wave [`LONG_CHAIN`] entries or more take half as many
 /// chains again ([`LONG_BATCH_CHAINS`]).
 fn default_chains<C: Curve>(sms: u32, plan: &Plan, points: usize) -> u32 {
-    let wave = sms.max(1) as u64 * batch_blocks::<C>() as u64 * SUM_THREADS as u64;
+    let wave = sms.max(1) as u64 * batch_blocks::<C>(plan) as u64 * SUM_THREADS as u64;
     let entries = (points as u64).div_ceil(plan.multiples as u64) * plan.windows as u64;
     let mut chains = k::batch_chains::<C>();
     if C::ID == cuzk_field::CurveId::G1 && entries >= wave * LONG_CHAIN * chains as u64 {
@@ -240,6 +243,7 @@ pub(crate) fn reduce<C: Curve>(
             k::sum_batch(
                 gpu,
                 ck,
+                plan.units,
                 stream,
                 bases,
                 &sorted.entries,
@@ -332,5 +336,33 @@ mod tests {
         assert_eq!(chains::<G1>(1 << 27, false), LONG_BATCH_CHAINS);
         assert_eq!(chains::<G2>(1 << 26, true), 128);
         assert_eq!(chains::<G1>(1 << 20, true), 64);
+    }
+
+    #[test]
+    fn the_fp64_batched_round_fills_three_blocks_a_multiprocessor() {
+        // Its launch bounds are three blocks (msm.cu's FP64_BATCH_BLOCKS): a wave of threads for four
+        // would leave a quarter of them to a second wave. G2 has no such kernel and keeps its two.
+        let n = 1 << 24;
+        let plan = Plan::for_curve(G1::ID, n, None).unwrap().with_first_round(
+            G1::ID,
+            FirstRound::BatchAffine,
+            None,
+            n,
+        );
+        let threads = |units: MulUnits| {
+            let (_, batched) = first_round::<G1>(132, &plan.with_units(units), n).unwrap();
+            batched.expect("a batched round").0
+        };
+        assert_eq!(threads(MulUnits::Integer), 132 * 4 * SUM_THREADS);
+        assert_eq!(threads(MulUnits::Fp64), 132 * 3 * SUM_THREADS);
+        assert_eq!(threads(MulUnits::Mixed), 132 * 3 * SUM_THREADS);
+        let g2 = Plan::for_curve(G2::ID, n, None).unwrap().with_first_round(
+            G2::ID,
+            FirstRound::BatchAffine,
+            None,
+            n,
+        );
+        let (_, batched) = first_round::<G2>(132, &g2.with_units(MulUnits::Fp64), n).unwrap();
+        assert_eq!(batched.expect("a batched round").0, 132 * 2 * SUM_THREADS);
     }
 }

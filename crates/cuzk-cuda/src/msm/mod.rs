@@ -118,7 +118,8 @@ pub(crate) fn plan_for<C: Curve>(
     };
     let plan = plan
         .with_first_round(C::ID, config.first_round, config.batch_chains, batch_len)
-        .with_sort(config.sort);
+        .with_sort(config.sort)
+        .with_units(config.units);
     Ok((plan, m, batch_len))
 }
 

@@ -4,6 +4,7 @@
 use cuzk_field::CurveId;
 
 use crate::kernels::msm::SUM_THREADS as BLOCK;
+use crate::kernels::MulUnits;
 use crate::CudaError;
 
 /// Tuning of the MSM.
@@ -21,6 +22,9 @@ pub struct MsmConfig {
     pub batch_chains: Option<u32>,
     /// How the sort puts the digits' entries in bucket order.
     pub sort: Sort,
+    /// Which units the products of G1's batched first round ([`FirstRound::BatchAffine`]) use; G2
+    /// and the other rounds multiply on the integer units whatever this says.
+    pub units: MulUnits,
 }
 
 impl Default for MsmConfig {
@@ -31,6 +35,7 @@ impl Default for MsmConfig {
             first_round: FirstRound::Auto,
             batch_chains: None,
             sort: Sort::Binned,
+            units: MulUnits::Integer,
         }
     }
 }
@@ -137,6 +142,8 @@ pub struct Plan {
     pub batch_chains: Option<u32>,
     /// How the sort writes the entries in bucket order.
     pub sort: Sort,
+    /// Which units the products of G1's batched first round use.
+    pub units: MulUnits,
 }
 
 impl Plan {
@@ -210,6 +217,7 @@ impl Plan {
             first_round: FirstRound::Xyzz,
             batch_chains: None,
             sort: Sort::default(),
+            units: MulUnits::Integer,
         })
     }
 
@@ -234,6 +242,11 @@ impl Plan {
     /// This plan with its entries put in bucket order by `sort`.
     pub fn with_sort(self, sort: Sort) -> Self {
         Self { sort, ..self }
+    }
+
+    /// This plan with G1's batched first round multiplying on `units`.
+    pub fn with_units(self, units: MulUnits) -> Self {
+        Self { units, ..self }
     }
 
     /// The sets' buckets, `sets * 2^(c-1)`; the list of ones follows them as one more bucket.
