@@ -65,13 +65,13 @@ extern "C" __global__ void fr_mul_bench(const Fr* a, Fr* out, uint32_t n, uint32
 extern "C" __global__ void fq_mul_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters) { mul_chain(a, out, n, iters); }
 
 // The same chains on `units` (MulUnits): 0 the integer units (operator*), 1 the FP64 units (mul_fp64),
-// 2 the FP64 units in odd warps and the integer ones in even warps, so that both are busy.
+// 2 both, warp by warp (mixed_takes_fp64), so that each scheduler keeps both kinds busy.
 template <class F>
 __device__ __forceinline__ void mul_chain_fp64(const F* a, F* out, uint32_t n, uint32_t iters, uint32_t units) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     F x = a[i], y = a[(i + 1) % n], z = a[(i + 2) % n];
-    if (units == 0 || (units == 2 && ((threadIdx.x >> 5) & 1) == 0)) {
+    if (units == 0 || (units == 2 && !mixed_takes_fp64())) {
         for (uint32_t k = 0; k < iters; k++) {
             x = x * y;
             z = z * y;

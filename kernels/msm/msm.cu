@@ -566,8 +566,8 @@ MSM_SUM_BATCH(g1, Fq, 4)
 MSM_SUM_BATCH(g2, Fq2, 2)
 
 // G1's batched first round with its products on the FP64 units (Fq64, field/fp64.cuh): in every warp,
-// or with MIXED in odd warps only (even warps multiply on the integer units, so both kinds of unit
-// are busy). Fq64 holds the same limbs as Fq, so the buffers are the same; the sums are the same bits.
+// or with MIXED in the warps mixed_takes_fp64 picks (the others multiply on the integer units, so each
+// scheduler keeps both kinds of unit busy). Fq64 holds the same limbs as Fq, so the buffers are the same; the sums are the same bits.
 // Three blocks a multiprocessor, not four as g1_sum_batch: the FP64 products hold more registers (at
 // four, 128 registers a thread spill some 200 bytes).
 constexpr int FP64_BATCH_BLOCKS = 3;
@@ -579,7 +579,7 @@ __device__ __forceinline__ void g1_sum_batch_fp64_units(const Affine<Fq>* bases,
                                                         Chain* chains, Affine<Fq>* out) {
     const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= threads) return;
-    if (MIXED && ((threadIdx.x >> 5) & 1) == 0) {
+    if (MIXED && !mixed_takes_fp64()) {
         sum_batch<Fq>(t, threads, k, bases, entries, count, off, buckets, ChainScratch<Fq>{acc, prefix, chains}, out);
     } else {
         using A = Affine<Fq64>;

@@ -12,7 +12,7 @@ using namespace cuzk;
 
 // Which units the passes' multiplications use (kernels named ntt_pass, ntt_pass_fp64, ntt_pass_mixed and
 // likewise for ntt_pass_turn): 0 the integer multiply-adds (Fr's operator*), 1 the FP64 units
-// (mul_fp64), 2 the FP64 units in odd warps and the integer ones in even warps. All give the same bits.
+// (mul_fp64), 2 both, warp by warp (mixed_takes_fp64). All give the same bits.
 template <int U>
 __device__ __forceinline__ Fr mul(const Fr& a, const Fr& b) {
     if constexpr (U == 0) {
@@ -20,7 +20,7 @@ __device__ __forceinline__ Fr mul(const Fr& a, const Fr& b) {
     } else if constexpr (U == 1) {
         return mul_fp64(a, b);
     } else {
-        return ((threadIdx.x >> 5) & 1) ? mul_fp64(a, b) : a * b;
+        return mixed_takes_fp64() ? mul_fp64(a, b) : a * b;
     }
 }
 

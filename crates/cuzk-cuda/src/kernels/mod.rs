@@ -35,7 +35,8 @@ pub enum MulUnits {
     Integer = 0,
     /// The FP64 units (`mul_fp64`, `kernels/field/fp64.cuh`).
     Fp64 = 1,
-    /// The FP64 units in odd warps, the integer ones in even warps.
+    /// Both, warp by warp: half of each scheduler's warps on the FP64 units, half on the integer ones
+    /// (`mixed_takes_fp64` in `kernels/field/fp64.cuh`).
     Mixed = 2,
 }
 
