@@ -382,6 +382,9 @@ pub(crate) struct ServeArgs {
     /// configuration file's `true`).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     pub(crate) msm_tables: Option<bool>,
+    /// The units the GPU's NTT passes and large G1 MSMs multiply on: integer, fp64 or mixed.
+    #[arg(long)]
+    pub(crate) mul_units: Option<String>,
     /// Most proofs live or uncollected at once.
     #[arg(long)]
     pub(crate) max_jobs: Option<usize>,

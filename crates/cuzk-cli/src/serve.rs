@@ -35,6 +35,7 @@ impl ServeArgs {
             priority_workers => priority_workers,
             gpu_workers => gpu_workers_per_device,
             msm_tables => msm_tables,
+            mul_units => mul_units,
             host_budget_gib => host_budget_gib,
             max_jobs => max_jobs,
             max_keys => max_keys,

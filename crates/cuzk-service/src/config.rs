@@ -118,6 +118,9 @@ pub struct ServiceConfig {
     /// Give each key's large MSMs tables of precomputed multiples of their bases on the GPU, then
     /// fewer, larger batches in the memory left ([`cuzk::Config::msm_tables`]).
     pub msm_tables: bool,
+    /// `integer`, `fp64` or `mixed`: the units the GPU's NTT passes and G1's batched MSM round
+    /// multiply on ([`cuzk::Config::mul_units`]); the proofs are the same.
+    pub mul_units: String,
     /// Timeline spans each key's scheduler keeps (the newest; about 17 per partition), so memory
     /// stays bounded however long the daemon runs.
     pub timeline_spans: usize,
@@ -170,6 +173,7 @@ impl Default for ServiceConfig {
             priority_workers: 1,
             gpu_workers_per_device: 2,
             msm_tables: false,
+            mul_units: "integer".into(),
             timeline_spans: 65536,
             host_budget_gib: 0.0,
             max_connections: 256,
@@ -222,6 +226,10 @@ gpu_workers_per_device = 2
 # to itself. What memory is left then gives MSMs of more than 2^24 points fewer, larger batches.
 # GetStatus (and a log line each) says which MSMs got a table or larger batches.
 msm_tables = false
+# The units the GPU's NTT passes and G1's large MSMs multiply on: "integer" (32-bit multiply-adds),
+# "fp64" (the FP64 units) or "mixed" (both, half of the warps each). The proofs are the same; which
+# is fastest is measured in docs/benchmarks/cuda-field-ntt.md.
+mul_units = "integer"
 # Timeline spans each resident key keeps, the newest (about 17 per partition; ~100 bytes each), so
 # the daemon's memory stays bounded however long it runs.
 timeline_spans = 65536
@@ -319,10 +327,23 @@ impl ServiceConfig {
                 expected: "0 or more GiB".into(),
             });
         }
+        let mul_units = match self.mul_units.as_str() {
+            "integer" => cuzk::MulUnits::Integer,
+            "fp64" => cuzk::MulUnits::Fp64,
+            "mixed" => cuzk::MulUnits::Mixed,
+            _ => {
+                return Err(ConfigError::Invalid {
+                    field: "mul_units",
+                    value: format!("{:?}", self.mul_units),
+                    expected: "\"integer\", \"fp64\" or \"mixed\"".into(),
+                })
+            }
+        };
         Ok(cuzk::Config {
             backend,
             verify_proofs: self.verify_proofs,
             msm_tables: self.msm_tables,
+            mul_units,
             cuda_devices: (!self.devices.is_empty()).then(|| self.devices.clone()),
             ..cuzk::Config::default()
         })
@@ -441,6 +462,11 @@ mod tests {
         assert!(ServiceConfig { host_budget_gib: -1.0, ..ServiceConfig::default() }.engine().is_err());
         assert!(!ServiceConfig::default().engine().unwrap().msm_tables);
         assert!(ServiceConfig::from_toml("msm_tables = true").unwrap().engine().unwrap().msm_tables);
+        assert_eq!(ServiceConfig::default().engine().unwrap().mul_units, cuzk::MulUnits::Integer);
+        let mixed = ServiceConfig::from_toml("mul_units = \"mixed\"").unwrap().engine().unwrap();
+        assert_eq!(mixed.mul_units, cuzk::MulUnits::Mixed);
+        let err = ServiceConfig::from_toml("mul_units = \"fp32\"").unwrap().engine().unwrap_err().to_string();
+        assert!(err.contains("mul_units") && err.contains("fp32"), "{err}");
         let half = ServiceConfig::from_toml("host_budget_gib = 0.5").unwrap();
         assert_eq!(half.scheduler().host_budget_bytes, 1 << 29);
     }
