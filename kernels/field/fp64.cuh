@@ -2,22 +2,26 @@
 //
 // Fp's operator* (field/mont.cuh) runs on 32-bit integer multiply-adds, whose wide forms the H200
 // issues at a quarter of its instruction rate, and leaves the FP64 units idle. mul_fp64 computes the
-// same function, a * b / 2^(32N) mod p on the same limbs, with the products of 52-bit digits taken by
+// same function, a * b / 2^(32N) mod p on the same limbs, with the products of 51-bit digits taken by
 // double-precision fused multiply-adds and summed in 64-bit integers:
 //
-// - A digit x < 2^52 is exact in a double. For two digits x, y (so xy < 2^104) the pair
-//     r1 = fma(x, y, 2^104),  r2 = fma(x, y, (2^104 + 3 * 2^52) - r1)
-//   splits xy = q * 2^52 + lo exactly, rounding to nearest: r1 = 2^104 + q * 2^52 lies where a double's
-//   unit in the last place is 2^52, so q = round(xy / 2^52) <= 2^52; the subtraction is exact (a
-//   multiple of 2^52 under 2^105); and r2 = lo + 3 * 2^52 with |lo| <= 2^51 lies in [2^53, 2^54), whose
+// - A value below 2^53 is exact in a double. For x, y with xy < 2^103 (two digits below 2^51, or a
+//   reduction multiplier below 2^52 and a modulus digit) the pair
+//     r1 = fma(x, y, 2^103),  r2 = fma(x, y, (2^103 + 3 * 2^51) - r1)
+//   splits xy = q * 2^51 + lo exactly, rounding to nearest: r1 = 2^103 + q * 2^51 lies where a double's
+//   unit in the last place is 2^51, so q = round(xy / 2^51) <= 2^52; the subtraction is exact (a
+//   multiple of 2^51 under 2^104); and r2 = lo + 3 * 2^51 with |lo| <= 2^50 lies in [2^52, 2^53), whose
 //   unit is 1. Within one binade a double's bits grow by one per unit, so the bits of r1 less those
-//   of 2^104 are q (also for q = 2^52, where r1 = 2^105 starts the next binade) and the bits of r2
-//   less those of 3 * 2^52 are lo. Those bit patterns are added into 64-bit columns as they are; every
+//   of 2^103 are q (also if r1 reaches 2^104, the next binade's first value) and the bits of r2 less
+//   those of 3 * 2^51 are lo. Those bit patterns are added into 64-bit columns as they are; every
 //   column starts at minus the constant patterns it will receive (the counts are known statically).
-// - The reduction removes 52 bits a step, its last step the rest (48 bits of Fr's 256, 20 of Fq's
-//   384): m = (column * -1/p) mod 2^width from the column's integer value, whose m * p digits join
-//   the columns like the products, and the column's carry (now exact) passes up by a shift.
-// - Columns hold at most 4L terms of magnitude at most 2^52 (L digits), well inside int64.
+// - The reduction removes 51 bits a step: m = (column * -1/p) mod 2^51 from the column's integer value,
+//   whose m * p digits join the columns like the products, and the column's carry (now exact) passes
+//   up by a shift. The last step takes what is left of the 32N bits: Fq's 384 = 7 * 51 + 27; Fr's
+//   256 = 5 * 51 + 1, a last step of one bit after five of 51.
+// - Operands are cut into L digits of 51 bits, L * 51 at least the modulus' bit length: inputs must be
+//   below 2^(51 L) (every reduced value is; Fr's L * 51 = 255 drops a 256th bit).
+// - Columns hold at most 4L terms of magnitude at most 2^52, well inside int64.
 // - As in operator*, the result lies below 2p before one conditional subtraction (the caller's:
 //   Fp<P, true>'s operator* and mul_fp64 in field/mont.cuh).
 //

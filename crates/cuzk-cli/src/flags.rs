@@ -129,7 +129,6 @@ pub(crate) struct CircuitChoice {
     pub(crate) seed: u64,
 }
 
-/// A built-in workload circuit, by name.
 /// `--mul-units`: the engine's [`cuzk::MulUnits`].
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum MulUnitsArg {
@@ -148,6 +147,7 @@ impl From<MulUnitsArg> for cuzk::MulUnits {
     }
 }
 
+/// A built-in workload circuit, by name.
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum CircuitName {
     /// The PoRep-shaped partition circuit (SHA-256 labels, Poseidon Merkle paths).
@@ -268,7 +268,7 @@ pub(crate) struct Workload {
     #[arg(long)]
     pub(crate) no_msm_tables: bool,
     /// On a GPU, the units the NTT passes and G1's batched MSM round multiply on: `integer` (the
-    /// default), `fp64`, or `mixed` (both, half of the warps each). The proofs are the same.
+    /// default), `fp64`, or `mixed` (both, alternate warps). The proofs are the same.
     #[arg(long, value_enum, default_value_t = MulUnitsArg::Integer)]
     pub(crate) mul_units: MulUnitsArg,
     /// Use a timing key instead of a setup: the real key's shape and points at infinity, made in

@@ -111,7 +111,7 @@ fn field_throughput(b: &CudaBackend, rows: &mut Vec<Row>) -> Result<(), CudaErro
             IMAD_CEILING / 588.0
         ),
     });
-    // The products on the FP64 units (mul_fp64), alone and in half of the warps, beside the integer
+    // The products on the FP64 units (mul_fp64), alone and in alternate warps, beside the integer
     // rows above; each run's outputs must equal the integer kernels'.
     let (int_fr, int_fq) = (gpu.download(s, &ofr)?, gpu.download(s, &ofq)?);
     let fr_rate = muls / (rows[rows.len() - 2].gpu_ms / 1e3);

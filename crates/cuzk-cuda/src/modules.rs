@@ -123,7 +123,7 @@ pub(crate) struct CurveKernels {
     pub(crate) sum_ones: CudaFunction,
     pub(crate) sum_affine: CudaFunction,
     pub(crate) sum_batch: CudaFunction,
-    /// G1's `sum_batch` with its products on the FP64 units in every warp and in half of them (G2: none).
+    /// G1's `sum_batch` with its products on the FP64 units in every warp and in alternate warps (G2: none).
     pub(crate) sum_batch_fp64: Option<[CudaFunction; 2]>,
     pub(crate) sum_xyzz: CudaFunction,
     pub(crate) sum_partials: CudaFunction,

@@ -276,7 +276,7 @@ fn witness_map_transforms_match_the_cpu_on_random_evaluations() {
 
 #[test]
 fn ntt_passes_on_the_fp64_units_match_ark_poly_and_the_cpu_witness_map() {
-    // The passes with their multiplications on the FP64 units (every warp, or half of them) give
+    // The passes with their multiplications on the FP64 units (every warp, or alternate warps) give
     // the same bits as ark-poly's transforms and the CPU's witness map.
     let gpu = backend();
     let (g, s) = (gpu.gpu(), gpu.gpu().compute_stream());
@@ -636,7 +636,7 @@ fn repeated(b: &[ark_bls12_381::G1Affine]) -> Vec<ark_bls12_381::G1Affine> {
 
 #[test]
 fn msm_g1_batched_round_on_the_fp64_units_matches_ark_ec() {
-    // G1's batched first round with its products on the FP64 units, in every warp and in half of them:
+    // G1's batched first round with its products on the FP64 units, in every warp and in alternate warps:
     // every scalar kind on awkward sizes, repeated bases and identities, small batches, a table, and
     // 2^20 + 1 points against the closed form.
     let mut rng = seeded_rng("msm_units");

@@ -227,8 +227,8 @@ gpu_workers_per_device = 2
 # GetStatus (and a log line each) says which MSMs got a table or larger batches.
 msm_tables = false
 # The units the GPU's NTT passes and G1's large MSMs multiply on: "integer" (32-bit multiply-adds),
-# "fp64" (the FP64 units) or "mixed" (both, half of the warps each). The proofs are the same; which
-# is fastest is measured in docs/benchmarks/cuda-field-ntt.md.
+# "fp64" (the FP64 units) or "mixed" (both, alternate warps). The proofs are the same; which is
+# fastest is not yet measured (docs/benchmarks/cuda-field-ntt.md): keep the default until it is.
 mul_units = "integer"
 # Timeline spans each resident key keeps, the newest (about 17 per partition; ~100 bytes each), so
 # the daemon's memory stays bounded however long it runs.

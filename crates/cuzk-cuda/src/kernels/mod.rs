@@ -35,8 +35,10 @@ pub enum MulUnits {
     Integer = 0,
     /// The FP64 units (`mul_fp64`, `kernels/field/fp64.cuh`).
     Fp64 = 1,
-    /// Both, warp by warp: half of each scheduler's warps on the FP64 units, half on the integer ones
-    /// (`mixed_takes_fp64` in `kernels/field/fp64.cuh`).
+    /// Both, alternating warp by warp on each scheduler (`mixed_takes_fp64` in
+    /// `kernels/field/fp64.cuh`): half of the warps where each scheduler holds an even number, as in
+    /// the NTT passes (8 warps a multiprocessor); G1's batched MSM round (12) gives each scheduler two
+    /// integer warps and one FP64.
     Mixed = 2,
 }
 
