@@ -473,6 +473,51 @@ async fn a_unix_socket_serves_like_tcp_is_private_and_a_stale_one_is_replaced() 
     assert!(["", "unix://", "nohost"].iter().all(|s| s.parse::<Listen>().is_err()));
 }
 
+/// Inputs a test holds in synthesis until it opens them: a worker stays busy exactly as long as
+/// the test needs, however fast or slow the machine.
+mod gate {
+    use std::sync::{Condvar, Mutex};
+
+    pub const FIRST: u64 = 1_000_001;
+    pub const SECOND: u64 = 1_000_002;
+
+    struct Gates {
+        entered: Vec<u64>,
+        open: Vec<u64>,
+    }
+
+    static GATES: Mutex<Gates> = Mutex::new(Gates { entered: Vec::new(), open: Vec::new() });
+    static OPENED: Condvar = Condvar::new();
+
+    fn gates() -> std::sync::MutexGuard<'static, Gates> {
+        GATES.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Synthesis of a gated input waits here until the test opens its gate.
+    pub fn hold(x: u64) {
+        if x != FIRST && x != SECOND {
+            return;
+        }
+        let mut g = gates();
+        g.entered.push(x);
+        while !g.open.contains(&x) {
+            g = OPENED.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    pub fn open(x: u64) {
+        gates().open.push(x);
+        OPENED.notify_all();
+    }
+
+    /// Returns once a worker is held at `x`'s gate.
+    pub async fn entered(x: u64) {
+        while !gates().entered.contains(&x) {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    }
+}
+
 /// A kind registered by a library user: `x · x = y` with `y` public; its input is `x` as 8 bytes.
 struct SquareKind;
 
@@ -487,6 +532,7 @@ impl ark_relations::gr1cs::ConstraintSynthesizer<Fr> for Square {
         cs: ark_relations::gr1cs::ConstraintSystemRef<Fr>,
     ) -> Result<(), ark_relations::gr1cs::SynthesisError> {
         use ark_relations::gr1cs::LinearCombination;
+        gate::hold(self.0);
         // A circuit with a bug: the daemon must survive it.
         assert_ne!(self.0, 13, "unlucky input");
         // And a wrong witness for 11: y is not x · x.
@@ -600,7 +646,10 @@ async fn each_kind_of_engine_error_reaches_the_client_as_its_code() {
     let dir = temp_dir("codes");
     let mut registry = Registry::default();
     registry.register(SquareKind);
-    let daemon = cpu_daemon(&dir, registry, |c| c.partition_workers = 1);
+    let daemon = cpu_daemon(&dir, registry, |c| {
+        c.partition_workers = 1;
+        c.priority_workers = 0;
+    });
     let served = cuzk_service::spawn(Arc::clone(&daemon), Listen::Tcp("127.0.0.1:0".into())).await.unwrap();
     let mut c = cuzk_service::client::connect(&served.addr).await.unwrap();
     let load = |key_id: &str, kind: &str, params: &[u8]| pb::LoadKeyRequest {
@@ -628,16 +677,22 @@ async fn each_kind_of_engine_error_reaches_the_client_as_its_code() {
     std::fs::write(&path, b"CUZKPK but nothing after").unwrap();
     let status = c.load_key(load(shape_id, "synthetic", br#"{"log_rows": 5}"#)).await.unwrap_err();
     assert_eq!(status.code(), Code::DataLoss, "{status:?}");
-    // A job whose deadline passes before its partition starts (one worker, busy with another job).
-    let mut slow = square(&(20..60).collect::<Vec<_>>());
-    slow.deadline_ms = 0;
-    let busy = c.submit_proof(slow).await.unwrap().into_inner().job_id;
+    // A job whose deadline passes before its partition starts: the one worker is held in the busy
+    // job's first partition while the late job (high priority: it goes next) waits past its deadline.
+    let busy = c.submit_proof(square(&[gate::FIRST, gate::SECOND])).await.unwrap().into_inner().job_id;
+    gate::entered(gate::FIRST).await;
     let mut late = square(&[3]);
     late.deadline_ms = 1;
-    let status = c.prove(late).await.unwrap_err();
+    late.priority = pb::Priority::High.into();
+    let late = c.submit_proof(late).await.unwrap().into_inner().job_id;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    gate::open(gate::FIRST);
+    let status = c.await_proof(pb::AwaitRequest { job_id: late, timeout_ms: 0 }).await.unwrap_err();
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
-    // Cancelled.
+    // Cancelled while the worker is held in the busy job's second partition.
+    gate::entered(gate::SECOND).await;
     assert!(c.cancel_proof(pb::CancelRequest { job_id: busy.clone() }).await.unwrap().into_inner().cancelled);
+    gate::open(gate::SECOND);
     let status = c.await_proof(pb::AwaitRequest { job_id: busy, timeout_ms: 0 }).await.unwrap_err();
     assert_eq!(status.code(), Code::Cancelled, "{status:?}");
     // Shutting down: UNAVAILABLE.
