@@ -435,3 +435,20 @@ pub(crate) struct ConfigArgs {
     #[arg(long)]
     pub(crate) check: Option<PathBuf>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::MulUnitsArg;
+    use clap::ValueEnum;
+
+    #[test]
+    fn mul_units_are_spelled_on_the_command_line_as_the_engine_names_them() {
+        for arg in MulUnitsArg::value_variants() {
+            let spelled = arg.to_possible_value().expect("no variant is skipped");
+            let units = cuzk::MulUnits::from(*arg);
+            assert_eq!(spelled.get_name(), units.name());
+            assert_eq!(spelled.get_name().parse::<cuzk::MulUnits>(), Ok(units));
+        }
+        assert_eq!(MulUnitsArg::value_variants().len(), cuzk::MulUnits::ALL.len());
+    }
+}

@@ -12,7 +12,7 @@ use cuzk::{Config, Engine, Proof, Summary};
 use rand::{rngs::StdRng, SeedableRng};
 use rayon::prelude::*;
 
-use crate::flags::{BenchArgs, MulUnitsArg, Workload};
+use crate::flags::{BenchArgs, Workload};
 use crate::output::{print, CmdError};
 use crate::progress::Progress;
 use crate::report::{print_table, ArkFigures, Output, PipelineFigures, RunShape, Stages, Variant};
@@ -408,11 +408,7 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
         partitions,
         proofs: proof_count,
         synthesis_mode: engine.synthesis_mode(&key).name(),
-        mul_units: (engine.backend_name() != "cpu").then_some(match w.mul_units {
-            MulUnitsArg::Integer => "integer",
-            MulUnitsArg::Fp64 => "fp64",
-            MulUnitsArg::Mixed => "mixed",
-        }),
+        mul_units: (engine.backend_name() != "cpu").then(|| engine.config().mul_units.name()),
         upload_bytes_per_partition: upload_bytes(&engine, &key, shape)?,
         key: if w.timing_key { "timing" } else { "setup" },
         keygen_seconds,

@@ -471,12 +471,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     items(flag, v, |x| x.parse().ok().filter(|l| (1..=30).contains(l)).map(|l: u32| 1 << l))?;
             }
             "--units" => {
-                o.sweep.units = items(flag, v, |x| match x {
-                    "integer" => Some(MulUnits::Integer),
-                    "fp64" => Some(MulUnits::Fp64),
-                    "mixed" => Some(MulUnits::Mixed),
-                    _ => None,
-                })?;
+                o.sweep.units = items(flag, v, |x| x.parse::<MulUnits>().ok())?;
             }
             _ => return Err(format!("unknown flag `{flag}`")),
         }

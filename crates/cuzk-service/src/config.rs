@@ -173,7 +173,7 @@ impl Default for ServiceConfig {
             priority_workers: 1,
             gpu_workers_per_device: 2,
             msm_tables: false,
-            mul_units: "integer".into(),
+            mul_units: cuzk::MulUnits::default().name().into(),
             timeline_spans: 65536,
             host_budget_gib: 0.0,
             max_connections: 256,
@@ -327,18 +327,11 @@ impl ServiceConfig {
                 expected: "0 or more GiB".into(),
             });
         }
-        let mul_units = match self.mul_units.as_str() {
-            "integer" => cuzk::MulUnits::Integer,
-            "fp64" => cuzk::MulUnits::Fp64,
-            "mixed" => cuzk::MulUnits::Mixed,
-            _ => {
-                return Err(ConfigError::Invalid {
-                    field: "mul_units",
-                    value: format!("{:?}", self.mul_units),
-                    expected: "\"integer\", \"fp64\" or \"mixed\"".into(),
-                })
-            }
-        };
+        let mul_units: cuzk::MulUnits = self.mul_units.parse().map_err(|_| ConfigError::Invalid {
+            field: "mul_units",
+            value: format!("{:?}", self.mul_units),
+            expected: cuzk::MulUnits::ALL.map(|u| format!("{:?}", u.name())).join(", "),
+        })?;
         Ok(cuzk::Config {
             backend,
             verify_proofs: self.verify_proofs,

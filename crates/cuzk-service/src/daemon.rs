@@ -264,6 +264,11 @@ impl Daemon {
         self.engine.backend_note()
     }
 
+    /// On a GPU, the units its kernels multiply on; `None` on the CPU.
+    pub fn mul_units(&self) -> Option<cuzk::MulUnits> {
+        (self.engine.backend_name() != "cpu").then(|| self.engine.config().mul_units)
+    }
+
     /// The CUDA devices proved on (empty on the CPU).
     pub fn devices(&self) -> Vec<usize> {
         self.engine.cuda_devices()

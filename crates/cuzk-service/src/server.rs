@@ -209,6 +209,7 @@ impl Prover for Service {
             budget_used_bytes: budget.1,
             budget_peak_bytes: budget.2,
             backend_note: d.backend_note().unwrap_or_default().into(),
+            mul_units: d.mul_units().map(|u| u.name().into()).unwrap_or_default(),
         }))
     }
 

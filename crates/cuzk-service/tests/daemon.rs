@@ -803,6 +803,8 @@ async fn the_backend_in_use_and_why_are_in_get_status_and_the_metrics() {
         }
         let gauge = format!("cuzk_backend_fallback {}", u8::from(fell_back));
         assert!(metrics.lines().any(|l| l == gauge), "{backend}: no `{gauge}` in\n{metrics}");
+        // The units the GPU multiplies on; the CPU has none to name.
+        assert_eq!(status.mul_units.is_empty(), status.backend == "cpu", "{:?}", status.mul_units);
         // The CPU backend has nothing to degrade: no streamed bases, no device slots.
         if status.backend == "cpu" {
             assert!(status.keys.iter().all(|k| k.degradations.is_empty()), "{:?}", status.keys);

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-pub use cuzk_cuda::kernels::MulUnits;
+pub use cuzk_cuda::kernels::{MulUnits, UnknownMulUnits};
 
 /// Which backend proves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

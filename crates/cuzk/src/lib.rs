@@ -9,7 +9,7 @@ mod key;
 mod partition;
 mod pipeline;
 
-pub use config::{BackendKind, Config, MulUnits};
+pub use config::{BackendKind, Config, MulUnits, UnknownMulUnits};
 pub use degradation::Degradation;
 pub use engine::{Engine, ProofReport};
 pub use error::{Error, ErrorKind};

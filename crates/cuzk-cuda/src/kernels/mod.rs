@@ -42,6 +42,39 @@ pub enum MulUnits {
     Mixed = 2,
 }
 
+impl MulUnits {
+    /// Every choice, in the order of the kernels that take one.
+    pub const ALL: [Self; 3] = [Self::Integer, Self::Fp64, Self::Mixed];
+
+    /// The name a configuration or a command line gives: `integer`, `fp64` or `mixed`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Integer => "integer",
+            Self::Fp64 => "fp64",
+            Self::Mixed => "mixed",
+        }
+    }
+}
+
+impl std::fmt::Display for MulUnits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is none of [`MulUnits`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown multiplication units {0:?}: expected \"integer\", \"fp64\" or \"mixed\"")]
+pub struct UnknownMulUnits(pub String);
+
+impl std::str::FromStr for MulUnits {
+    type Err = UnknownMulUnits;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|u| u.name() == s).ok_or_else(|| UnknownMulUnits(s.to_owned()))
+    }
+}
+
 /// Threads per block of the elementwise kernels.
 const BLOCK: u32 = 256;
 /// The most elements one elementwise launch takes (the kernels index with 32-bit integers).
