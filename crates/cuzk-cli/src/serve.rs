@@ -105,13 +105,16 @@ pub(crate) fn serve(a: &ServeArgs) -> Result<(), CmdError> {
         }
         let backend = daemon.backend();
         let second = Arc::clone(&daemon);
+        // Listening from here on, so that a second signal sent while the first is handled counts.
+        let mut signals = cuzk_service::server::Signals::new()
+            .map_err(|e| format!("cannot listen for SIGINT and SIGTERM: {e}"))?;
         let shutdown = async move {
-            cuzk_service::server::signal().await;
+            signals.recv().await;
             println!("cuzk serve: stopping");
             let _ = std::io::stdout().flush();
             // A second signal cancels whatever is still live and ends the drain instead of waiting.
             tokio::spawn(async move {
-                cuzk_service::server::signal().await;
+                signals.recv().await;
                 println!("cuzk serve: cancelling the live proofs");
                 let _ = std::io::stdout().flush();
                 second.abort();

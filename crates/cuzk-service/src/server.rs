@@ -414,18 +414,25 @@ async fn drain(daemon: &Daemon) {
     daemon.cancel_all();
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
+/// SIGINT and SIGTERM, listened for from the moment this is made: a signal that arrives while
+/// nobody is waiting in [`Signals::recv`] is kept for the next call, not lost.
+pub struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Starts listening; needs a tokio runtime with its signal driver.
+    pub fn new() -> std::io::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Self { interrupt: signal(SignalKind::interrupt())?, terminate: signal(SignalKind::terminate())? })
+    }
+
+    /// Resolves on the next SIGINT or SIGTERM.
+    pub async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
         }
     }
 }
