@@ -423,7 +423,8 @@ fn failures_inside_a_pipeline_reach_the_caller_with_their_kind() {
             JobId(2),
             Priority::Normal,
             None,
-            (0..50).map(|_| (Unsatisfied { inner, bad: 40 }, r, s)).collect(),
+            // Honest partitions (`bad` past the last constraint), far more than run before the cancel.
+            (0..5000).map(|_| (Unsatisfied { inner, bad: 40 }, r, s)).collect(),
         )
         .unwrap();
     assert!(job.cancel());
