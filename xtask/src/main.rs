@@ -6,6 +6,8 @@
 //!   library files of at most 800 lines, no module circles, no test-only hooks in a release build).
 //! - `bench [ARGS]`: the criterion benches of every layer; ARGS go to criterion (e.g. a filter).
 //! - `ptx [--check]`: generate the kernel constants header and compile `kernels/` to PTX.
+//! - `sass [--module NAME] [KERNEL...]`: the kernels' SASS counted by the unit that runs each
+//!   instruction, with a throughput model of each innermost loop (needs no GPU).
 //! - `gpu-test`: the GPU suite on this machine (fails without a GPU); `bundle`: GPU binaries and a run
 //!   script in `.gpu-bundle/` for a GPU host without a Rust toolchain.
 
@@ -18,6 +20,7 @@ mod gpu;
 mod layers;
 mod modules;
 mod ptx;
+mod sass;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -28,6 +31,7 @@ fn main() -> ExitCode {
         Some("gpu-test") => gpu::gpu_test(&root(), &args[1..]),
         Some("bundle") => gpu::bundle(&root()),
         Some("ptx") => ptx::ptx(&root(), args.iter().any(|a| a == "--check")),
+        Some("sass") => sass::sass(&root(), &args[1..]),
         _ => {
             eprintln!("usage: cargo xtask <test|lint|bench> [args]");
             eprintln!("  test [ARGS]   run the CPU test suite (ARGS go to `cargo test`)");
@@ -36,6 +40,9 @@ fn main() -> ExitCode {
             eprintln!("  gpu-test      run the GPU suite here (fails without a GPU)");
             eprintln!("  bundle        build GPU test and bench binaries into .gpu-bundle/ with run.sh");
             eprintln!("  ptx [--check] generate the constants header and compile kernels/ to PTX (check: fail if stale)");
+            eprintln!(
+                "  sass [--module NAME] [KERNEL...]  SASS by unit and a pipe model of each innermost loop"
+            );
             return ExitCode::from(2);
         }
     };

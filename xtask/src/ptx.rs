@@ -15,6 +15,9 @@ use cuzk_field::constants;
 const NVCC_VERSION: &str = "13.0.88";
 const PIP_PACKAGES: [&str; 3] = ["nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt"];
 const ARCH: &str = "sm_90";
+/// Every compilation's flags (no -lineinfo: it would embed this machine's paths and make the PTX
+/// differ between checkouts).
+const FLAGS: [&str; 4] = ["-arch", ARCH, "-O3", "-std=c++17"];
 /// Where the generated header lives, relative to the root.
 const HEADER: &str = "kernels/field/constants.cuh";
 /// Where PTX modules go, relative to the root.
@@ -103,7 +106,7 @@ pub(crate) fn nvcc(root: &Path) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("nvcc not found at {} after install", local.display()))
 }
 
-fn run(cmd: &mut Command) -> Result<std::process::Output, String> {
+pub(crate) fn run(cmd: &mut Command) -> Result<std::process::Output, String> {
     let out = cmd.output().map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
     if out.status.success() {
         Ok(out)
@@ -113,7 +116,7 @@ fn run(cmd: &mut Command) -> Result<std::process::Output, String> {
 }
 
 /// Kernel entry files: `kernels/<layer>/*.cu`, sorted.
-fn entry_files(root: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn entry_files(root: &Path) -> Result<Vec<PathBuf>, String> {
     let mut files = Vec::new();
     let layers = std::fs::read_dir(root.join("kernels")).map_err(|e| format!("kernels/: {e}"))?;
     for layer in layers.flatten() {
@@ -127,28 +130,39 @@ fn entry_files(root: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
+/// Compiles one entry file to a cubin for [`ARCH`] in `tmp`; ptxas' resource report is on stderr.
+pub(crate) fn cubin(
+    nvcc: &Path,
+    root: &Path,
+    file: &Path,
+    tmp: &Path,
+) -> Result<(PathBuf, std::process::Output), String> {
+    let stem = file.file_stem().and_then(|s| s.to_str()).ok_or("bad kernel file name")?;
+    let cubin = tmp.join(format!("{stem}.cubin"));
+    let out = run(Command::new(nvcc)
+        .args(FLAGS)
+        .arg("-I")
+        .arg(root.join("kernels"))
+        .args(["-cubin", "-Xptxas", "-v"])
+        .arg(file)
+        .arg("-o")
+        .arg(&cubin))?;
+    Ok((cubin, out))
+}
+
 /// Compiles one entry file to PTX (returned) and prints its registers and spills.
 fn compile(nvcc: &Path, root: &Path, file: &Path, tmp: &Path) -> Result<String, String> {
     let stem = file.file_stem().and_then(|s| s.to_str()).ok_or("bad kernel file name")?;
     let ptx = tmp.join(format!("{stem}.ptx"));
-    // No -lineinfo: it would embed this machine's paths and make the PTX differ between checkouts.
-    let common = ["-arch", ARCH, "-O3", "-std=c++17"];
     run(Command::new(nvcc)
-        .args(common)
+        .args(FLAGS)
         .arg("-I")
         .arg(root.join("kernels"))
         .arg("-ptx")
         .arg(file)
         .arg("-o")
         .arg(&ptx))?;
-    let out = run(Command::new(nvcc)
-        .args(common)
-        .arg("-I")
-        .arg(root.join("kernels"))
-        .args(["-cubin", "-Xptxas", "-v"])
-        .arg(file)
-        .arg("-o")
-        .arg(tmp.join(format!("{stem}.cubin"))))?;
+    let (_, out) = cubin(nvcc, root, file, tmp)?;
     let log = String::from_utf8_lossy(&out.stderr);
     let mut function = String::new();
     for line in log.lines() {
