@@ -87,7 +87,10 @@ __device__ __forceinline__ void mac(uint64_t (&c)[K], double x, double y, int k)
 // Whether this warp multiplies on the FP64 units in a kernel that mixes both kinds of unit. A
 // multiprocessor's four schedulers each serve the hardware warp slots s, s + 4, s + 8, ... (slot mod
 // 4), and a scheduler issues to both kinds of unit only if it holds warps of both kinds: so the slots
-// 0-3, 8-11, ... multiply on the integer units and 4-7, 12-15, ... on the FP64 units. By the warp's
+// 0-3, 8-11, ... multiply on the FP64 units and 4-7, 12-15, ... on the integer units. With three warps
+// a scheduler (G1's batched MSM round) that is two FP64 warps to one integer: the FP64 warps are
+// bound by their ALU work and leave the FMA pipe nearly idle, so by the pipe model of `cargo xtask
+// sass` two of them beside one integer warp keep the units busier than the reverse. By the warp's
 // index in its block (threadIdx.x / 32) instead, a block of 8 warps would give schedulers 0 and 2
 // only integer warps; with blocks of 4, every block's warp 0 lands on scheduler 0. %warpid may change
 // if the warp is moved (preemption); both kinds give the same bits, so that only costs time, and the
@@ -95,7 +98,7 @@ __device__ __forceinline__ void mac(uint64_t (&c)[K], double x, double y, int k)
 __device__ __forceinline__ bool mixed_takes_fp64() {
     uint32_t slot;
     asm("mov.u32 %0, %%warpid;" : "=r"(slot));
-    return (slot >> 2) & 1;
+    return ((slot >> 2) & 1) == 0;
 }
 #endif
 

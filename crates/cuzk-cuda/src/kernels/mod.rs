@@ -38,7 +38,7 @@ pub enum MulUnits {
     /// Both, alternating warp by warp on each scheduler (`mixed_takes_fp64` in
     /// `kernels/field/fp64.cuh`): half of the warps where each scheduler holds an even number, as in
     /// the NTT passes (8 warps a multiprocessor); G1's batched MSM round (12) gives each scheduler two
-    /// integer warps and one FP64.
+    /// FP64 warps and one integer.
     Mixed = 2,
 }
 
