@@ -113,9 +113,11 @@ pub(crate) fn bundle(root: &Path) -> Result<(), String> {
 const RUN_SH: &str = r##"#!/usr/bin/env bash
 # The cuzk GPU suite and benchmarks. Usage: run.sh OUTDIR [PART...], PART one of tests, engine, bench,
 # ntt, msm, prove (all of them when none is given, in that order; the whole run takes longer than one
-# 10-minute call, so a lease runs it in parts). Writes gpu-tests.log, bench.md, bench.json,
-# ntt-profile.txt, msm.md, msm.json, prove.json (those of the parts run) and summary.md into OUTDIR;
-# exits non-zero if any test or bench failed. `run.sh --unpack` only unpacks the binaries.
+# 10-minute call, so a lease runs it in parts), or units / units-porep (not in the default run: the
+# multiplication units side by side, integer, fp64 and mixed, with their tests first; the porep-like
+# 2^27 partition under each). Writes gpu-tests.log, bench.md, bench.json, ntt-profile.txt, msm.md,
+# msm.json, prove.json, units.log, units-porep.log (those of the parts run) and summary.md into
+# OUTDIR; exits non-zero if any test or bench failed. `run.sh --unpack` only unpacks the binaries.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 for packed in "$here"/*.gz; do
@@ -126,7 +128,9 @@ out=${1:-$PWD/gpu-out}
 shift || true
 parts=" ${*:-tests engine bench ntt msm prove} "
 for p in $parts; do
-  case $p in tests|engine|bench|ntt|msm|prove) ;; *) echo "run.sh: unknown part '$p'" >&2; exit 2 ;; esac
+  case $p in tests|engine|bench|ntt|msm|prove|units|units-porep) ;;
+    *) echo "run.sh: unknown part '$p'" >&2; exit 2 ;;
+  esac
 done
 want() { [[ $parts == *" $1 "* ]]; }
 mkdir -p "$out"
@@ -139,6 +143,23 @@ if want ntt; then "$here/ntt_profile" 20 24 2>&1 | tee "$out/ntt-profile.txt" ||
 if want msm; then "$here/msm_bench" --json "$out/msm.json" 2>&1 | tee "$out/msm.md" || status=1; fi
 if want prove; then
   "$here/cuzk" bench --backend cuda -k 20 -p 2 --repeat 3 --json > "$out/prove.json" || status=1
+fi
+if want units; then
+  {
+    "$here/gpu-tests" --test-threads=1 fr_operations fq_operations fp64_units || status=1
+    "$here/gpu-engine-tests" --test-threads=1 fp64_units || status=1
+    "$here/gpu_bench" || status=1
+    "$here/ntt_profile" 24 27 || status=1
+    "$here/msm_bench" --sizes 24,27 --curves g1 --units integer,fp64,mixed --ark-max 0 || status=1
+  } > "$out/units.log" 2>&1
+  cat "$out/units.log"
+fi
+if want units-porep; then
+  for u in integer fp64 mixed; do
+    "$here/cuzk" bench --backend cuda --circuit porep-like --witness-only -k 27 -p 1 --repeat 1 \
+      --timing-key --no-baseline --check-sample 0 --mul-units "$u" --json || status=1
+  done > "$out/units-porep.log" 2>&1
+  cat "$out/units-porep.log"
 fi
 {
   echo "# cuzk GPU run, $(date -u +%Y-%m-%dT%H:%MZ), parts:$parts"
