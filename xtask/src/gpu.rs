@@ -165,6 +165,9 @@ fi
   echo "# cuzk GPU run, $(date -u +%Y-%m-%dT%H:%MZ), parts:$parts"
   cat "$out/device.txt"
   [ -e "$out/gpu-tests.log" ] && grep -E "^test result|FAILED|panicked" "$out/gpu-tests.log"
+  for f in units.log units-porep.log; do
+    [ -e "$out/$f" ] && grep -E "^test result|FAILED|panicked|[Ee]rror" "$out/$f"
+  done
   for f in bench.md msm.md prove.json; do [ -e "$out/$f" ] && cat "$out/$f"; done
 } > "$out/summary.md"
 exit $status

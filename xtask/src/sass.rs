@@ -9,11 +9,14 @@
 //! other loop (a backward branch and its target), where a kernel spends its time.
 //!
 //! The model charges a warp's instruction to its scheduler's pipes as an H100/H200 runs them: one
-//! instruction issued a cycle; `IMAD.WIDE` / `IMAD.HI` 4 cycles of the FMA pipe, other integer and
-//! FP32 multiply-adds 2; the ALU (adds, logic, shifts, selects, compares, moves) 2 cycles; the FP64
-//! units (`DFMA`, `DADD`, ...) 2 cycles. A loop's cycles a warp are the busiest of the four: a
-//! ceiling on throughput with latency, memory and occupancy ignored. It reproduces the measured
-//! integer Fr and Fq multiplication rates within 10% (docs/benchmarks/cuda-field-ntt.md).
+//! instruction issued a cycle; `IMAD.WIDE` / `IMAD.HI` 4 cycles of the FMA pipe, other integer
+//! multiply-adds 2 (FP32 arithmetic is charged the same, more than Hopper needs; the field code has
+//! none); the ALU (adds, logic, shifts, selects, compares, moves) 2 cycles; the FP64 units (`DFMA`,
+//! `DADD`, ...) 2 cycles. A loop's cycles a warp are the busiest of the four: a ceiling on
+//! throughput with latency, memory and occupancy ignored. It reproduces the measured integer Fr and
+//! Fq multiplication rates within 10% (docs/benchmarks/cuda-field-ntt.md). The counts are static:
+//! a loop with branches inside counts every path, and of two back-edges to one header only the
+//! shorter loop is reported.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -69,9 +72,9 @@ impl Class {
         }
         match base {
             "IMAD" | "IMUL" | "FFMA" | "FMUL" | "FADD" | "HFMA2" | "IDP" => Class::Fma,
-            "IADD3" | "LOP3" | "SHF" | "SEL" | "ISETP" | "LEA" | "VIADD" | "VIADDMNMX" | "IMNMX" | "PRMT"
-            | "MOV" | "FLO" | "BREV" | "PLOP3" | "IABS" | "POPC" | "FSEL" | "FSETP" | "FMNMX" | "CS2R"
-            | "P2R" | "R2P" | "BMSK" | "SGXT" => Class::Alu,
+            "IADD3" | "LOP3" | "SHF" | "SEL" | "ISETP" | "LEA" | "VIADD" | "VIADDMNMX" | "VIMNMX"
+            | "IMNMX" | "PRMT" | "MOV" | "FLO" | "BREV" | "PLOP3" | "IABS" | "POPC" | "FSEL" | "FSETP"
+            | "FMNMX" | "CS2R" | "P2R" | "R2P" | "BMSK" | "SGXT" => Class::Alu,
             "DFMA" | "DADD" | "DMUL" | "DSETP" | "DMNMX" => Class::Fp64,
             _ if base.starts_with("LD")
                 || base.starts_with("ST")
@@ -197,8 +200,18 @@ pub(crate) fn innermost_loops(f: &Function) -> Vec<std::ops::Range<usize>> {
     inner
 }
 
+/// Where PyPI's wheel puts cuobjdump in the venv, whatever python3 made it.
 fn cuobjdump_in_venv(root: &Path) -> PathBuf {
-    root.join(".tools/sass-venv/lib/python3.11/site-packages/nvidia/cu13/bin/cuobjdump")
+    let lib = root.join(".tools/sass-venv/lib");
+    let python = std::fs::read_dir(&lib)
+        .ok()
+        .and_then(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python3")))
+        })
+        .unwrap_or_else(|| lib.join("python3"));
+    python.join("site-packages/nvidia/cu13/bin/cuobjdump")
 }
 
 fn works(tool: &Path) -> bool {
@@ -224,6 +237,7 @@ fn cuobjdump(root: &Path) -> Result<PathBuf, String> {
     pip.args(["install", "--quiet", "--disable-pip-version-check"]);
     pip.args(SASS_PACKAGES.iter().map(|p| format!("{p}=={CUOBJDUMP_VERSION}")));
     ptx::run(&mut pip)?;
+    let local = cuobjdump_in_venv(root);
     if works(&local) {
         Ok(local)
     } else {
@@ -254,7 +268,8 @@ pub(crate) fn sass(root: &Path, args: &[String]) -> Result<(), String> {
     let (nvcc, objdump) = (ptx::nvcc(root)?, cuobjdump(root)?);
     let tmp = std::env::temp_dir().join(format!("cuzk-sass-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
-    let result = files.iter().try_for_each(|file| {
+    let mut shown = 0;
+    let result: Result<(), String> = files.iter().try_for_each(|file| {
         let (cubin, _) = ptx::cubin(&nvcc, root, file, &tmp)?;
         let mut dump = Command::new(&objdump);
         // cuobjdump runs nvdisasm: the one beside it first.
@@ -269,6 +284,7 @@ pub(crate) fn sass(root: &Path, args: &[String]) -> Result<(), String> {
             if !filters.is_empty() && !filters.iter().any(|w| f.name.contains(w.as_str())) {
                 continue;
             }
+            shown += 1;
             println!("{stem}: {} ({} instructions)", f.name, f.code.len());
             println!("  whole kernel: {}", Counts::of(&f.code).render());
             for l in innermost_loops(&f) {
@@ -283,7 +299,11 @@ pub(crate) fn sass(root: &Path, args: &[String]) -> Result<(), String> {
         Ok(())
     });
     let _ = std::fs::remove_dir_all(&tmp);
-    result
+    result?;
+    if shown == 0 {
+        return Err(format!("no kernel's name contains any of {filters:?}"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

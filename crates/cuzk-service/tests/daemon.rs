@@ -519,10 +519,23 @@ mod gate {
         OPENED.notify_all();
     }
 
-    /// Returns once a worker is held at `x`'s gate.
+    /// Returns once a worker is held at `x`'s gate; fails the test after 30 s.
     pub async fn entered(x: u64) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while !gates().entered.contains(&x) {
+            assert!(std::time::Instant::now() < deadline, "no worker reached gate {x}");
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    }
+
+    /// Opens both gates when dropped, so that a failing test unwinds instead of leaving a worker held
+    /// (the daemon's shutdown would wait for it for ever).
+    pub struct OpenOnDrop;
+
+    impl Drop for OpenOnDrop {
+        fn drop(&mut self) {
+            open(FIRST);
+            open(SECOND);
         }
     }
 }
@@ -688,6 +701,8 @@ async fn each_kind_of_engine_error_reaches_the_client_as_its_code() {
     assert_eq!(status.code(), Code::DataLoss, "{status:?}");
     // A job whose deadline passes before its partition starts: the one worker is held in the busy
     // job's first partition while the late job (high priority: it goes next) waits past its deadline.
+    // Declared after the daemon, so dropped (gates opened) before it on any failure below.
+    let _open = gate::OpenOnDrop;
     let busy = c.submit_proof(square(&[gate::FIRST, gate::SECOND])).await.unwrap().into_inner().job_id;
     gate::entered(gate::FIRST).await;
     let mut late = square(&[3]);
@@ -696,8 +711,10 @@ async fn each_kind_of_engine_error_reaches_the_client_as_its_code() {
     let late = c.submit_proof(late).await.unwrap().into_inner().job_id;
     tokio::time::sleep(Duration::from_millis(20)).await;
     gate::open(gate::FIRST);
-    let status = c.await_proof(pb::AwaitRequest { job_id: late, timeout_ms: 0 }).await.unwrap_err();
+    let status = c.await_proof(pb::AwaitRequest { job_id: late, timeout_ms: 30_000 }).await.unwrap_err();
+    // The job's own deadline, not the wait's 30 s (which has the same code).
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert!(status.message().contains("before partition 0 started"), "{status:?}");
     // Cancelled while the worker is held in the busy job's second partition.
     gate::entered(gate::SECOND).await;
     assert!(c.cancel_proof(pb::CancelRequest { job_id: busy.clone() }).await.unwrap().into_inner().cancelled);
