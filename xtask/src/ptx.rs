@@ -163,18 +163,27 @@ fn compile(nvcc: &Path, root: &Path, file: &Path, tmp: &Path) -> Result<String, 
         .arg("-o")
         .arg(&ptx))?;
     let (_, out) = cubin(nvcc, root, file, tmp)?;
-    let log = String::from_utf8_lossy(&out.stderr);
+    for (function, line) in resources(&String::from_utf8_lossy(&out.stderr)) {
+        eprintln!("  {stem}: {function}: {line}");
+    }
+    std::fs::read_to_string(&ptx).map_err(|e| format!("{}: {e}", ptx.display()))
+}
+
+/// ptxas' resource report (`-Xptxas -v`) as (function, line) pairs: its stack and spills, and the
+/// registers it uses.
+pub(crate) fn resources(log: &str) -> Vec<(String, String)> {
     let mut function = String::new();
+    let mut lines = Vec::new();
     for line in log.lines() {
         if let Some(rest) = line.split("Function properties for ").nth(1) {
             function = rest.trim().to_string();
         } else if line.contains("spill stores") {
-            eprintln!("  {stem}: {function}: {}", line.trim_start_matches("ptxas info    : ").trim());
+            lines.push((function.clone(), line.trim_start_matches("ptxas info    : ").trim().to_string()));
         } else if let Some(rest) = line.split("Used ").nth(1) {
-            eprintln!("  {stem}: {function}: used {}", rest.trim());
+            lines.push((function.clone(), format!("used {}", rest.trim())));
         }
     }
-    std::fs::read_to_string(&ptx).map_err(|e| format!("{}: {e}", ptx.display()))
+    lines
 }
 
 /// Generates the header, compiles every kernel, and writes (or with `check`, compares) the outputs.

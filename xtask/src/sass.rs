@@ -270,7 +270,8 @@ pub(crate) fn sass(root: &Path, args: &[String]) -> Result<(), String> {
     std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
     let mut shown = 0;
     let result: Result<(), String> = files.iter().try_for_each(|file| {
-        let (cubin, _) = ptx::cubin(&nvcc, root, file, &tmp)?;
+        let (cubin, compiled) = ptx::cubin(&nvcc, root, file, &tmp)?;
+        let resources = ptx::resources(&String::from_utf8_lossy(&compiled.stderr));
         let mut dump = Command::new(&objdump);
         // cuobjdump runs nvdisasm: the one beside it first.
         if let Some(dir) = objdump.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -286,6 +287,9 @@ pub(crate) fn sass(root: &Path, args: &[String]) -> Result<(), String> {
             }
             shown += 1;
             println!("{stem}: {} ({} instructions)", f.name, f.code.len());
+            for (_, line) in resources.iter().filter(|(name, _)| *name == f.name) {
+                println!("  {line}");
+            }
             println!("  whole kernel: {}", Counts::of(&f.code).render());
             for l in innermost_loops(&f) {
                 let (from, to) = (f.code[l.start].address, f.code[l.end - 1].address);
