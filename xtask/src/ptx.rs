@@ -70,8 +70,23 @@ pub(crate) fn header() -> String {
     out
 }
 
+/// The `bin` folder of PyPI's CUDA 13 wheels in the venv `venv` under `.tools/`, whatever python3
+/// made it.
+pub(crate) fn cuda_bin_in_venv(root: &Path, venv: &str) -> PathBuf {
+    let lib = root.join(".tools").join(venv).join("lib");
+    let python = std::fs::read_dir(&lib)
+        .ok()
+        .and_then(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python3")))
+        })
+        .unwrap_or_else(|| lib.join("python3"));
+    python.join("site-packages/nvidia/cu13/bin")
+}
+
 fn nvcc_in_venv(root: &Path) -> PathBuf {
-    root.join(".tools/cuda-venv/lib/python3.11/site-packages/nvidia/cu13/bin/nvcc")
+    cuda_bin_in_venv(root, "cuda-venv").join("nvcc")
 }
 
 fn version_of(nvcc: &Path) -> Option<String> {
@@ -101,6 +116,7 @@ pub(crate) fn nvcc(root: &Path) -> Result<PathBuf, String> {
     pip.args(["install", "--quiet", "--disable-pip-version-check"]);
     pip.args(PIP_PACKAGES.iter().map(|p| format!("{p}=={NVCC_VERSION}")));
     run(&mut pip)?;
+    let local = nvcc_in_venv(root);
     version_of(&local)
         .map(|_| local.clone())
         .ok_or_else(|| format!("nvcc not found at {} after install", local.display()))

@@ -200,18 +200,8 @@ pub(crate) fn innermost_loops(f: &Function) -> Vec<std::ops::Range<usize>> {
     inner
 }
 
-/// Where PyPI's wheel puts cuobjdump in the venv, whatever python3 made it.
 fn cuobjdump_in_venv(root: &Path) -> PathBuf {
-    let lib = root.join(".tools/sass-venv/lib");
-    let python = std::fs::read_dir(&lib)
-        .ok()
-        .and_then(|d| {
-            d.flatten()
-                .map(|e| e.path())
-                .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python3")))
-        })
-        .unwrap_or_else(|| lib.join("python3"));
-    python.join("site-packages/nvidia/cu13/bin/cuobjdump")
+    ptx::cuda_bin_in_venv(root, "sass-venv").join("cuobjdump")
 }
 
 fn works(tool: &Path) -> bool {
