@@ -113,7 +113,8 @@ fn a_priority_worker_starts_urgent_work_at_once_and_never_takes_bulk_work() {
 fn an_urgent_partition_takes_the_next_room_in_a_full_budget() {
     // Room for one partition on the host; three bulk workers, one priority worker.
     let cfg = Config { partition_workers: 3, priority_workers: 1, host_budget_bytes: 100, ..config(3, 1) };
-    let s = Scheduler::new(stages(30, 1, 1), cfg);
+    // Synthesis long enough (150 ms) that the priority worker queues for the room before it frees.
+    let s = Scheduler::new(stages(150, 1, 1), cfg);
     let bulk = s.submit(JobId(1), Priority::Normal, None, vec![0; 6]).unwrap();
     // One bulk partition synthesizes; the other two workers wait for the budget.
     while s.budget().waiters() < 2 {
@@ -338,7 +339,8 @@ fn duplicate_live_ids_and_empty_jobs_are_refused() {
 
 #[test]
 fn deadlines_and_wait_timeouts() {
-    let s = Scheduler::new(stages(30, 1, 1), config(1, 1));
+    // 300 ms of synthesis: still running after the 5 ms wait below, however the thread is scheduled.
+    let s = Scheduler::new(stages(100, 1, 1), config(1, 1));
     let slow = s.submit(JobId(1), Priority::Normal, None, vec![0; 3]).unwrap();
     let late = s.submit(JobId(2), Priority::Normal, Some(Instant::now() + 10 * MS), vec![0]).unwrap();
     assert_eq!(slow.wait_timeout(5 * MS).unwrap_err(), JobError::Timeout);
