@@ -94,6 +94,22 @@ fn version_of(nvcc: &Path) -> Option<String> {
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Installs `packages` at `version` from PyPI into a fresh venv `.tools/<venv>`.
+pub(crate) fn install_wheels(
+    root: &Path,
+    venv: &str,
+    packages: &[&str],
+    version: &str,
+) -> Result<(), String> {
+    eprintln!("xtask: installing {} {version} from PyPI into .tools/{venv}", packages.join(", "));
+    let venv = root.join(".tools").join(venv);
+    run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+    let mut pip = Command::new(venv.join("bin/pip"));
+    pip.args(["install", "--quiet", "--disable-pip-version-check"]);
+    pip.args(packages.iter().map(|p| format!("{p}=={version}")));
+    run(&mut pip).map(|_| ())
+}
+
 /// Finds nvcc 13.0, installing it from PyPI when none is available.
 pub(crate) fn nvcc(root: &Path) -> Result<PathBuf, String> {
     if let Ok(p) = std::env::var("CUZK_NVCC") {
@@ -106,16 +122,7 @@ pub(crate) fn nvcc(root: &Path) -> Result<PathBuf, String> {
     if version_of(&local).is_some() {
         return Ok(local);
     }
-    let venv = root.join(".tools/cuda-venv");
-    eprintln!(
-        "xtask: installing nvcc {NVCC_VERSION} from PyPI into {}",
-        venv.strip_prefix(root).unwrap_or(&venv).display()
-    );
-    run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-    let mut pip = Command::new(venv.join("bin/pip"));
-    pip.args(["install", "--quiet", "--disable-pip-version-check"]);
-    pip.args(PIP_PACKAGES.iter().map(|p| format!("{p}=={NVCC_VERSION}")));
-    run(&mut pip)?;
+    install_wheels(root, "cuda-venv", &PIP_PACKAGES, NVCC_VERSION)?;
     let local = nvcc_in_venv(root);
     version_of(&local)
         .map(|_| local.clone())

@@ -220,13 +220,7 @@ fn cuobjdump(root: &Path) -> Result<PathBuf, String> {
     if works(&local) && local.with_file_name("nvdisasm").exists() {
         return Ok(local);
     }
-    let venv = root.join(".tools/sass-venv");
-    eprintln!("xtask: installing cuobjdump and nvdisasm {CUOBJDUMP_VERSION} from PyPI into .tools/sass-venv");
-    ptx::run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-    let mut pip = Command::new(venv.join("bin/pip"));
-    pip.args(["install", "--quiet", "--disable-pip-version-check"]);
-    pip.args(SASS_PACKAGES.iter().map(|p| format!("{p}=={CUOBJDUMP_VERSION}")));
-    ptx::run(&mut pip)?;
+    ptx::install_wheels(root, "sass-venv", &SASS_PACKAGES, CUOBJDUMP_VERSION)?;
     let local = cuobjdump_in_venv(root);
     if works(&local) {
         Ok(local)

@@ -408,7 +408,7 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
         partitions,
         proofs: proof_count,
         synthesis_mode: engine.synthesis_mode(&key).name(),
-        mul_units: (engine.backend_name() != "cpu").then(|| engine.config().mul_units.name()),
+        mul_units: engine.mul_units().map(cuzk::MulUnits::name),
         upload_bytes_per_partition: upload_bytes(&engine, &key, shape)?,
         key: if w.timing_key { "timing" } else { "setup" },
         keygen_seconds,

@@ -266,7 +266,7 @@ impl Daemon {
 
     /// On a GPU, the units its kernels multiply on; `None` on the CPU.
     pub fn mul_units(&self) -> Option<cuzk::MulUnits> {
-        (self.engine.backend_name() != "cpu").then(|| self.engine.config().mul_units)
+        self.engine.mul_units()
     }
 
     /// The CUDA devices proved on (empty on the CPU).

@@ -75,8 +75,9 @@ pub struct Config {
     /// [`crate::Key::msm_batches`] says which.
     pub msm_tables: bool,
     /// Which units the GPU's NTT passes and G1's batched MSM round multiply on: the integer
-    /// multiply-adds (the default), the FP64 units, or both, alternating warp by warp on each scheduler. Every choice gives the
-    /// same proofs; which is fastest is a measurement (docs/benchmarks/cuda-field-ntt.md).
+    /// multiply-adds (the default), the FP64 units, or both, alternating warp by warp on each
+    /// scheduler. Every choice gives the same proofs; which is fastest is a measurement
+    /// (docs/benchmarks/cuda-field-ntt.md).
     pub mul_units: MulUnits,
 }
 

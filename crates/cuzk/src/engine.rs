@@ -155,6 +155,12 @@ impl Engine {
         self.note.as_deref()
     }
 
+    /// On a GPU, the units its kernels multiply on ([`Config::mul_units`]); `None` on the CPU, which
+    /// has no such choice.
+    pub fn mul_units(&self) -> Option<crate::MulUnits> {
+        matches!(self.backend, Backends::Cuda(_)).then_some(self.config.mul_units)
+    }
+
     fn prove_options(&self) -> ProveOptions {
         ProveOptions { verify: self.config.verify_proofs }
     }
