@@ -12,9 +12,13 @@
 //! instruction issued a cycle; `IMAD.WIDE` / `IMAD.HI` 4 cycles of the FMA pipe, other integer
 //! multiply-adds 2 (FP32 arithmetic is charged the same, more than Hopper needs; the field code has
 //! none); the ALU (adds, logic, shifts, selects, compares, moves) 2 cycles; the FP64 units (`DFMA`,
-//! `DADD`, ...) 2 cycles. A loop's cycles a warp are the busiest of the four: a ceiling on
+//! `DADD`, ...) 4 cycles, as measured: at 2 (the H200's 64 FP64 units a multiprocessor) the model
+//! gave `mul_fp64` 1.39x the integer Fr rate, the H200 ran it at 0.90x (2026-12-05), which 4
+//! reproduces within 10%. A loop's cycles a warp are the busiest of the four: a ceiling on
 //! throughput with latency, memory and occupancy ignored. It reproduces the measured integer Fr and
-//! Fq multiplication rates within 10% (docs/benchmarks/cuda-field-ntt.md). The counts are static:
+//! Fq multiplication rates within 10% (docs/benchmarks/cuda-field-ntt.md), but not warps of both
+//! kinds on one scheduler: `MulUnits::Mixed` measured 0.99x where separate pipes would add up, so
+//! the two kinds share a limit the model lacks. The counts are static:
 //! a loop with branches inside counts every path, and of two back-edges to one header only the
 //! shorter loop is reported.
 
@@ -38,7 +42,7 @@ pub(crate) enum Class {
     Fma,
     /// Integer adds, logic, shifts, selects, compares and moves: the ALU for 2 cycles.
     Alu,
-    /// Double precision: the FP64 units for 2 cycles.
+    /// Double precision: the FP64 units for 4 cycles (calibrated on the H200).
     Fp64,
     /// Loads, stores, shuffles, atomics and constants: issued, their pipes not modelled.
     Memory,
@@ -162,7 +166,7 @@ impl Counts {
             (issue, "issue"),
             (4 * self.get(Class::FmaWide) + 2 * self.get(Class::Fma), "FMA pipe"),
             (2 * self.get(Class::Alu), "ALU"),
-            (2 * self.get(Class::Fp64), "FP64 units"),
+            (4 * self.get(Class::Fp64), "FP64 units"),
         ];
         pipes.into_iter().fold((0, "issue"), |best, p| if p.0 > best.0 { p } else { best })
     }
@@ -347,7 +351,8 @@ mod tests {
         assert_eq!(counts.get(Class::Alu), 1);
         assert_eq!(counts.get(Class::Fp64), 1);
         assert_eq!(counts.get(Class::Other), 1);
-        // Issue 4 cycles; the FMA pipe 4 (one wide product): a tie is called issue-bound.
+        // Issue 4 cycles; the FMA pipe 4 (one wide product), the FP64 units 4 (one DFMA): a tie is
+        // called issue-bound.
         assert_eq!(counts.model(), (4, "issue"));
         let whole = Counts::of(&f.code);
         // Issue 10, FMA pipe 4 + 4 + 2 = 10.
