@@ -49,20 +49,37 @@ extern "C" __global__ void fq2_ops(const Fq2* a, const Fq2* b, Fq2* out, uint32_
 
 // Throughput: each thread runs two independent chains of `iters` dependent multiplications (so two
 // multiplications are in flight), 2 * iters in all, and writes its result so nothing is optimised away.
-template <class F>
+// The products are operator*'s, or with KARA mul_kara's (Karatsuba's product and a separate
+// reduction, field/mont.cuh).
+template <bool KARA, class F>
 __device__ __forceinline__ void mul_chain(const F* a, F* out, uint32_t n, uint32_t iters) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     F x = a[i], y = a[(i + 1) % n], z = a[(i + 2) % n];
     for (uint32_t k = 0; k < iters; k++) {
-        x = x * y;
-        z = z * y;
+        if constexpr (KARA) {
+            x = x.mul_kara(y);
+            z = z.mul_kara(y);
+        } else {
+            x = x * y;
+            z = z * y;
+        }
     }
     out[i] = x + z;
 }
 
-extern "C" __global__ void fr_mul_bench(const Fr* a, Fr* out, uint32_t n, uint32_t iters) { mul_chain(a, out, n, iters); }
-extern "C" __global__ void fq_mul_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters) { mul_chain(a, out, n, iters); }
+extern "C" __global__ void fr_mul_bench(const Fr* a, Fr* out, uint32_t n, uint32_t iters) {
+    mul_chain<false>(a, out, n, iters);
+}
+extern "C" __global__ void fq_mul_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters) {
+    mul_chain<false>(a, out, n, iters);
+}
+extern "C" __global__ void fr_mul_kara_bench(const Fr* a, Fr* out, uint32_t n, uint32_t iters) {
+    mul_chain<true>(a, out, n, iters);
+}
+extern "C" __global__ void fq_mul_kara_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters) {
+    mul_chain<true>(a, out, n, iters);
+}
 
 // The same chains on `units` (MulUnits): 0 the integer units (operator*), 1 the FP64 units (mul_fp64),
 // 2 both, warp by warp (mixed_takes_fp64), so that each scheduler keeps both kinds busy.

@@ -116,7 +116,10 @@ struct alignas(16) Fp {
         return r;
     }
 
-    // The multiplication on the integer units, whichever operator* this type has.
+    // The multiplication on the integer units, whichever operator* this type has. Its rows are
+    // first_row / next_row / merge below written out: through those helpers nvcc orders some operands
+    // differently and the MSM kernels compile to other code (104 more instructions), so the measured
+    // kernels keep this form.
     __device__ __forceinline__ Fp mul_int(const Fp& b) const {
         static_assert(N % 2 == 0, "split accumulators need an even limb count");
         uint32_t e[N], o[N];
@@ -167,13 +170,192 @@ struct alignas(16) Fp {
         return r;
     }
 
+    // Montgomery multiplication by Karatsuba's product and a separate reduction: the 2N-limb
+    // product a b from three products of N/2 limbs, x0 y0, x1 y1 and (x0 + x1)(y0 + y1) (3N^2/4
+    // products of limbs instead of N^2; the sums' carry bits are added back as masked words), then N
+    // reduction rows as mul_int's. The same value as mul_int.
+    __device__ __forceinline__ Fp mul_kara(const Fp& b) const {
+        static_assert(N % 4 == 0, "Karatsuba's halves need an even number of limbs each");
+        constexpr int H = N / 2;
+        uint32_t t[2 * N];
+        {
+            uint32_t x0[H], x1[H], y0[H], y1[H], sx[H], sy[H];
+#pragma unroll
+            for (int i = 0; i < H; i++) {
+                x0[i] = v[i];
+                x1[i] = v[H + i];
+                y0[i] = b.v[i];
+                y1[i] = b.v[H + i];
+            }
+            uint32_t p0[N], p2[N], m[N + 1];
+            mul_half<H>(x0, y0, p0);
+            mul_half<H>(x1, y1, p2);
+            const uint32_t cx = add_half<H>(x0, x1, sx), cy = add_half<H>(y0, y1, sy);
+            {
+                uint32_t s[N];
+                mul_half<H>(sx, sy, s);
+#pragma unroll
+                for (int k = 0; k < N; k++) m[k] = s[k];
+            }
+            // (sx + cx 2^(32H)) (sy + cy 2^(32H)) = sx sy + (cx sy + cy sx) 2^(32H) + cx cy 2^(32N).
+            const uint32_t mx = 0u - cx, my = 0u - cy;
+            ptx::add_cc(m[H], m[H], sy[0] & mx);
+#pragma unroll
+            for (int j = 1; j < H; j++) ptx::addc_cc(m[H + j], m[H + j], sy[j] & mx);
+            ptx::addc(m[N], cx & cy, 0);
+            ptx::add_cc(m[H], m[H], sx[0] & my);
+#pragma unroll
+            for (int j = 1; j < H; j++) ptx::addc_cc(m[H + j], m[H + j], sx[j] & my);
+            ptx::addc(m[N], m[N], 0);
+            // The middle term x0 y1 + x1 y0 = m - p0 - p2 (below 2^(32N + 1)).
+            sub_from(m, p0);
+            sub_from(m, p2);
+#pragma unroll
+            for (int i = 0; i < N; i++) {
+                t[i] = p0[i];
+                t[N + i] = p2[i];
+            }
+            ptx::add_cc(t[H], t[H], m[0]);
+#pragma unroll
+            for (int j = 1; j <= N; j++) ptx::addc_cc(t[H + j], t[H + j], m[j]);
+#pragma unroll
+            for (int k = H + N + 1; k < 2 * N - 1; k++) ptx::addc_cc(t[k], t[k], 0);
+            ptx::addc(t[2 * N - 1], t[2 * N - 1], 0);
+        }
+        // Reduction as mul_int's rows, t's upper limbs entering at the top: the accumulators start as
+        // t's lower half; after each row the lowest limb is 0 and they move down one limb, e[1] joining
+        // o[0] (its carry out goes into the next row's odd chain) and t's next limb entering at the
+        // top of o.
+        uint32_t e[N], o[N];
+#pragma unroll
+        for (int k = 0; k < N; k++) {
+            e[k] = t[k];
+            o[k] = 0;
+        }
+        reduce_row(e, o);
+#pragma unroll
+        for (int i = 1; i < N; i++) {
+            uint32_t ne[N], no[N], c;
+#pragma unroll
+            for (int k = 0; k < N; k++) ne[k] = o[k];
+            ptx::add_cc(ne[0], o[0], e[1]);
+            ptx::addc(c, 0, 0);
+#pragma unroll
+            for (int k = 0; k < N - 2; k++) no[k] = e[k + 2];
+            no[N - 2] = t[N + i - 1];
+            no[N - 1] = 0;
+#pragma unroll
+            for (int k = 0; k < N; k++) {
+                e[k] = ne[k];
+                o[k] = no[k];
+            }
+            reduce_row<true>(e, o, c);
+        }
+        Fp r;
+        merge(e, o, t[2 * N - 1], r.v);
+        reduce_once(r.v, 0);
+        return r;
+    }
+
    private:
+    // r[0..2H) = x y for H-limb x, y (H even), rows as in mul_int without the reduction: after row i
+    // the lowest limb e[0] is final (r[i]) and the accumulators move down one limb.
+    template <int H>
+    __device__ __forceinline__ static void mul_half(const uint32_t (&x)[H], const uint32_t (&y)[H],
+                                                    uint32_t (&r)[2 * H]) {
+        uint32_t e[H], o[H], high[H];
+        first_row(x, y[0], e, o);
+        r[0] = e[0];
+#pragma unroll
+        for (int i = 1; i < H; i++) {
+            next_row(e, o, x, y[i]);
+            r[i] = e[0];
+        }
+        merge(e, o, 0, high);
+#pragma unroll
+        for (int k = 0; k < H; k++) r[H + k] = high[k];
+    }
+
+    // The split accumulators of mul_int's first row: e (weights k) and o (weights k + 1) hold the
+    // products y x[j] of even and odd j, low and high words side by side.
+    template <int M>
+    __device__ __forceinline__ static void first_row(const uint32_t (&x)[M], uint32_t y, uint32_t (&e)[M],
+                                                     uint32_t (&o)[M]) {
+#pragma unroll
+        for (int j = 0; j < M; j += 2) {
+            e[j] = ptx::mul_lo(x[j], y);
+            e[j + 1] = ptx::mul_hi(x[j], y);
+            o[j] = ptx::mul_lo(x[j + 1], y);
+            o[j + 1] = ptx::mul_hi(x[j + 1], y);
+        }
+    }
+
+    // The accumulators divided by 2^32 (e[0], cleared or taken by the caller, dropped) plus y x.
+    template <int M>
+    __device__ __forceinline__ static void next_row(uint32_t (&e)[M], uint32_t (&o)[M], const uint32_t (&x)[M],
+                                                    uint32_t y) {
+        uint32_t ne[M], no[M];
+        // The new e is the old o plus the stray limb e[1] ...
+#pragma unroll
+        for (int k = 0; k < M; k++) ne[k] = o[k];
+        ptx::add_cc(ne[0], ne[0], e[1]);
+        // ... whose carry (weight 1) starts the odd chain, which adds the odd products to the old e
+        // moved down two limbs.
+#pragma unroll
+        for (int j = 1; j < M; j += 2) {
+            ptx::madc_lo_cc(no[j - 1], x[j], y, j + 1 < M ? e[j + 1] : 0);
+            if (j + 2 < M)
+                ptx::madc_hi_cc(no[j], x[j], y, e[j + 2]);
+            else
+                ptx::madc_hi(no[j], x[j], y, 0);
+        }
+        // The even products, their final carry at weight M into o's top limb.
+        mad_even(ne, y, x);
+        ptx::addc(no[M - 1], no[M - 1], 0);
+#pragma unroll
+        for (int k = 0; k < M; k++) {
+            e[k] = ne[k];
+            o[k] = no[k];
+        }
+    }
+
+    // r = (e + o 2^32) / 2^32 + top 2^(32(M-1)) for e[0] = 0 or taken: o + e[1..], top at o's top.
+    template <int M>
+    __device__ __forceinline__ static void merge(const uint32_t (&e)[M], const uint32_t (&o)[M], uint32_t top,
+                                                 uint32_t (&r)[M]) {
+        ptx::add_cc(r[0], o[0], e[1]);
+#pragma unroll
+        for (int k = 1; k < M - 1; k++) ptx::addc_cc(r[k], o[k], e[k + 1]);
+        ptx::addc(r[M - 1], o[M - 1], top);
+    }
+
+    // s = x + y over H limbs; returns the carry out (0 or 1).
+    template <int H>
+    __device__ __forceinline__ static uint32_t add_half(const uint32_t (&x)[H], const uint32_t (&y)[H],
+                                                        uint32_t (&s)[H]) {
+        uint32_t c;
+        ptx::add_cc(s[0], x[0], y[0]);
+#pragma unroll
+        for (int j = 1; j < H; j++) ptx::addc_cc(s[j], x[j], y[j]);
+        ptx::addc(c, 0, 0);
+        return c;
+    }
+
+    // m[0..N] -= p[0..N) (the result stays non-negative).
+    __device__ __forceinline__ static void sub_from(uint32_t (&m)[N + 1], const uint32_t (&p)[N]) {
+        ptx::sub_cc(m[0], m[0], p[0]);
+#pragma unroll
+        for (int j = 1; j < N; j++) ptx::subc_cc(m[j], m[j], p[j]);
+        ptx::subc(m[N], m[N], 0);
+    }
+
     // acc[0..N) += y * x[even limbs], low/high words alternating in one chain; the carry stays set.
-    __device__ __forceinline__ static void mad_even(uint32_t (&acc)[N], uint32_t y, const uint32_t (&x)[N]) {
+    template <int M>
+    __device__ __forceinline__ static void mad_even(uint32_t (&acc)[M], uint32_t y, const uint32_t (&x)[M]) {
         ptx::mad_lo_cc(acc[0], x[0], y, acc[0]);
         ptx::madc_hi_cc(acc[1], x[0], y, acc[1]);
 #pragma unroll
-        for (int j = 2; j < N; j += 2) {
+        for (int j = 2; j < M; j += 2) {
             ptx::madc_lo_cc(acc[j], x[j], y, acc[j]);
             ptx::madc_hi_cc(acc[j + 1], x[j], y, acc[j + 1]);
         }
@@ -188,14 +370,27 @@ struct alignas(16) Fp {
     // With LOW_ONE, m = -e[0]: m * 1 has low word m and high word 0, and m * (2^32 - 1) = m * 2^32 - m
     // has low word -m = e[0] and high word m - 1, or 0 when m = 0; adds take the place of those four
     // multiplications.
-    __device__ __forceinline__ static void reduce_row(uint32_t (&e)[N], uint32_t (&o)[N]) {
+    //
+    // With CARRY_IN, `cin` (0 or 1) is added at o[0]'s weight too, as the odd chain's carry in.
+    template <bool CARRY_IN = false>
+    __device__ __forceinline__ static void reduce_row(uint32_t (&e)[N], uint32_t (&o)[N], uint32_t cin = 0) {
         const uint32_t m = e[0] * P::INV;
+        if constexpr (CARRY_IN) {
+            uint32_t unused;
+            ptx::add_cc(unused, cin, 0xffffffffu);
+        }
         if constexpr (LOW_ONE) {
             const uint32_t hi = e[0] != 0 ? ~e[0] : 0;
-            ptx::add_cc(o[0], o[0], e[0]);
+            if constexpr (CARRY_IN)
+                ptx::addc_cc(o[0], o[0], e[0]);
+            else
+                ptx::add_cc(o[0], o[0], e[0]);
             ptx::addc_cc(o[1], o[1], hi);
         } else {
-            ptx::mad_lo_cc(o[0], m, P::mod(1), o[0]);
+            if constexpr (CARRY_IN)
+                ptx::madc_lo_cc(o[0], m, P::mod(1), o[0]);
+            else
+                ptx::mad_lo_cc(o[0], m, P::mod(1), o[0]);
             ptx::madc_hi_cc(o[1], m, P::mod(1), o[1]);
         }
 #pragma unroll

@@ -137,6 +137,27 @@ fn field_throughput(b: &CudaBackend, rows: &mut Vec<Row>) -> Result<(), CudaErro
             note: format!("{rate:.3e} mul/s; {:.2}x the integer row; same outputs", rate / fq_rate),
         });
     }
+    // Karatsuba's product with a separate reduction (mul_kara), beside the integer rows; same outputs.
+    let ms = time_gpu(b, 5, || kernels::fr_mul_kara_bench(gpu, s, &dfr, &mut ofr, iters))?;
+    assert!(gpu.download(s, &ofr)? == int_fr, "Fr mul_kara differs from operator*");
+    let rate = muls / (ms / 1e3);
+    rows.push(Row {
+        what: "Fr mul throughput, mul_kara".into(),
+        size: format!("{muls:.2e} muls"),
+        gpu_ms: ms,
+        cpu_ms: None,
+        note: format!("{rate:.3e} mul/s; {:.2}x the integer row; same outputs", rate / fr_rate),
+    });
+    let ms = time_gpu(b, 5, || kernels::fq_mul_kara_bench(gpu, s, &dfq, &mut ofq, iters))?;
+    assert!(gpu.download(s, &ofq)? == int_fq, "Fq mul_kara differs from operator*");
+    let rate = muls / (ms / 1e3);
+    rows.push(Row {
+        what: "Fq mul throughput, mul_kara".into(),
+        size: format!("{muls:.2e} muls"),
+        gpu_ms: ms,
+        cpu_ms: None,
+        note: format!("{rate:.3e} mul/s; {:.2}x the integer row; same outputs", rate / fq_rate),
+    });
     // Inversions side by side: 2^18 threads of 8 dependent ones each, in multiplications' worth.
     let (inv_threads, inv_iters) = (1usize << 18, 8u32);
     let inversions = (inv_threads as f64) * inv_iters as f64;

@@ -84,6 +84,15 @@ mul_bench!(
     /// Throughput probe: `2 * iters` Fq multiplications per element (two dependent chains).
     fq_mul_bench, GpuFq
 );
+mul_bench!(
+    /// Throughput probe: as [`fr_mul_bench`], by Karatsuba's product and a separate reduction
+    /// (`mul_kara` in `kernels/field/mont.cuh`).
+    fr_mul_kara_bench, GpuFr
+);
+mul_bench!(
+    /// Throughput probe: as [`fq_mul_bench`], by `mul_kara`.
+    fq_mul_kara_bench, GpuFq
+);
 
 /// Launches a throughput kernel `(const F* a, F* out, uint32_t n, uint32_t iters, uint32_t choice)`
 /// over `a`'s elements.
