@@ -175,7 +175,6 @@ struct alignas(16) Fp {
     // products of limbs instead of N^2; the sums' carry bits are added back as masked words), then N
     // reduction rows as mul_int's. The same value as mul_int.
     __device__ __forceinline__ Fp mul_kara(const Fp& b) const {
-        static_assert(N % 4 == 0, "Karatsuba's halves need an even number of limbs each");
         constexpr int H = N / 2;
         uint32_t t[2 * N];
         {
@@ -222,10 +221,13 @@ struct alignas(16) Fp {
             for (int k = H + N + 1; k < 2 * N - 1; k++) ptx::addc_cc(t[k], t[k], 0);
             ptx::addc(t[2 * N - 1], t[2 * N - 1], 0);
         }
-        // Reduction as mul_int's rows, t's upper limbs entering at the top: the accumulators start as
+        // Reduction as mul_int's rows, t's upper limbs entering one a row: the accumulators start as
         // t's lower half; after each row the lowest limb is 0 and they move down one limb, e[1] joining
-        // o[0] (its carry out goes into the next row's odd chain) and t's next limb entering at the
-        // top of o.
+        // o[0] (its carry out goes into the next row's odd chain), t's next limb entering as o[N-2]
+        // (weight N-1) and o[N-1] starting at 0. Bounds: unlike mul_int's (below 2p), the value
+        // between rows is only below 2^(32N) + p, as t's upper limbs are still to come, and a row adds
+        // m p < 2^32 p; the total stays below 2^(32(N+1)), so o's top limb (weight N) takes the odd
+        // chain's and the even chain's last carries without overflowing, as in reduce_row.
         uint32_t e[N], o[N];
 #pragma unroll
         for (int k = 0; k < N; k++) {
@@ -349,7 +351,7 @@ struct alignas(16) Fp {
         ptx::subc(m[N], m[N], 0);
     }
 
-    // acc[0..N) += y * x[even limbs], low/high words alternating in one chain; the carry stays set.
+    // acc[0..M) += y * x[even limbs], low/high words alternating in one chain; the carry stays set.
     template <int M>
     __device__ __forceinline__ static void mad_even(uint32_t (&acc)[M], uint32_t y, const uint32_t (&x)[M]) {
         ptx::mad_lo_cc(acc[0], x[0], y, acc[0]);

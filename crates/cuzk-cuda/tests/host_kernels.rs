@@ -120,6 +120,34 @@ fn edge_fqs() -> Vec<Fq> {
     v
 }
 
+/// Montgomery limbs whose two halves (the low and high N/2 32-bit limbs) sum past the half's width:
+/// `mul_kara`'s sums then carry, and with two of them as a pair both do (the `cx & cy` term).
+fn carrying_frs() -> [Fr; 3] {
+    [
+        [u64::MAX, u64::MAX, 1, 0],
+        [u64::MAX, u64::MAX, u64::MAX, 0x1fff_ffff_ffff_ffff],
+        [0, u64::MAX, u64::MAX, 0x7000 << 48],
+    ]
+    .map(|limbs| Fr::new_unchecked(BigInt(limbs)))
+}
+
+fn carrying_fqs() -> [Fq; 3] {
+    [
+        [u64::MAX, u64::MAX, u64::MAX, 1, 0, 0],
+        [u64::MAX, u64::MAX, u64::MAX, u64::MAX, u64::MAX, 0x19ff_ffff_ffff_ffff],
+        [0, 0, u64::MAX, u64::MAX, u64::MAX, 0x1900 << 48],
+    ]
+    .map(|limbs| Fq::new_unchecked(BigInt(limbs)))
+}
+
+/// Pairs `CARRYING_AT..CARRYING_AT + 9` are every pair of the carrying values.
+const CARRYING_AT: usize = 100;
+
+fn carrying_pair<F: Copy>(i: usize, values: &[F; 3]) -> Option<(F, F)> {
+    let k = i.checked_sub(CARRYING_AT).filter(|k| *k < 9)?;
+    Some((values[k / 3], values[k % 3]))
+}
+
 #[test]
 fn kernel_arithmetic_on_the_host_matches_arkworks() {
     let mut rng = seeded_rng("host_kernels");
@@ -127,6 +155,9 @@ fn kernel_arithmetic_on_the_host_matches_arkworks() {
     let pick = |i: usize, edges: usize| i < edges;
     let frs: Vec<(Fr, Fr)> = (0..n)
         .map(|i| {
+            if let Some(pair) = carrying_pair(i, &carrying_frs()) {
+                return pair;
+            }
             let e = edge_frs();
             let a = if pick(i, e.len()) { e[i] } else { Fr::rand(&mut rng) };
             let b = if i % 7 == 0 { e[rng.gen_range(0..e.len())] } else { Fr::rand(&mut rng) };
@@ -135,6 +166,9 @@ fn kernel_arithmetic_on_the_host_matches_arkworks() {
         .collect();
     let fqs: Vec<(Fq, Fq)> = (0..n)
         .map(|i| {
+            if let Some(pair) = carrying_pair(i, &carrying_fqs()) {
+                return pair;
+            }
             let e = edge_fqs();
             let a = if pick(i, e.len()) { e[i] } else { Fq::rand(&mut rng) };
             let b = if i % 7 == 0 { e[rng.gen_range(0..e.len())] } else { Fq::rand(&mut rng) };
