@@ -1,5 +1,5 @@
-//! GPU benchmarks of the CUDA backend's field arithmetic, NTTs and witness map, side by side with
-//! ark-poly on this machine's CPU cores. Times on the GPU come from CUDA events: the median of several
+//! GPU benchmarks of the CUDA backend's field arithmetic, NTTs, witness map and a porep-like shape's
+//! sparse products, side by side with ark-poly on this machine's CPU cores where it has them. Times on the GPU come from CUDA events: the median of several
 //! runs after a warm-up. Prints a markdown table and, with `--json FILE`, writes the rows as JSON.
 
 use std::time::Instant;
@@ -266,6 +266,65 @@ fn witness_map_rows(b: &CudaBackend, rows: &mut Vec<Row>, log_n: u32) -> Result<
     Ok(())
 }
 
+/// The sparse products of a porep-like shape of 2^log_n rows (recorded here, and one partition's
+/// witness staged and expanded against it), a thread every row against the default split, on the
+/// same buffers; each split's a, b and c compared with the first's.
+fn sparse_product_rows(b: &CudaBackend, rows: &mut Vec<Row>, log_n: u32) -> Result<(), CudaError> {
+    use cuzk_circuits::PorepLike;
+    use cuzk_cuda::{GpuShape, RowSplit};
+    let fail = |e: &dyn std::fmt::Display| CudaError::Size {
+        op: "sparse products",
+        size: 1 << log_n,
+        reason: leak(e.to_string()),
+    };
+    let device = |e: cuzk_groth16::BackendError| fail(&e);
+    let circuit = PorepLike::for_log_constraints(log_n, 1, 0).map_err(|e| fail(&e))?;
+    let shape = cuzk_synth::R1csShape::record(circuit).map_err(|e| fail(&e))?;
+    let w = cuzk_synth::synthesize_compact(circuit, shape.counts()).map_err(|e| fail(&e))?;
+    let splits = [RowSplit::Threads, RowSplit::DEFAULT];
+    let resident: Vec<std::sync::Arc<GpuShape>> = splits
+        .iter()
+        .map(|&s| GpuShape::upload_with(b.gpu(), &shape, s).map(std::sync::Arc::new))
+        .collect::<Result<_, _>>()?;
+    let (mut abc, mut z, evaluation) = b.stage_compact(&resident[0], &w)?;
+    let landed: Vec<&cuzk_cuda::GpuPoly> = abc.iter().chain([&z]).collect();
+    b.await_uploads(&landed).map_err(device)?;
+    use cuzk_groth16::DeviceBackend;
+    let bad = evaluation.queue(b, &mut z, &mut abc, None).map_err(device)?.finish().map_err(device)?;
+    if let Some(row) = bad {
+        return Err(CudaError::Size { op: "sparse products", size: row, reason: "an unsatisfied row" });
+    }
+    let download = |abc: &[cuzk_cuda::GpuPoly; 3]| -> Result<Vec<Vec<Fr>>, CudaError> {
+        abc.iter().map(|p| b.download_poly(p)).collect()
+    };
+    let reference = download(&abc)?;
+    let mut first = None;
+    for (split, shape) in splits.iter().zip(&resident) {
+        let ms = time_gpu(b, 5, || b.shape_products(shape, &z, &mut abc).map_err(device).map(drop))?;
+        let equal = download(&abc)? == reference;
+        let base = *first.get_or_insert(ms);
+        rows.push(Row {
+            what: format!("sparse products A·z, B·z, C·z of a porep-like shape, {split:?}"),
+            size: format!("2^{log_n}"),
+            gpu_ms: ms,
+            cpu_ms: None,
+            note: format!(
+                "{:.2}x the first; a, b, c {}",
+                base / ms,
+                if equal { "equal to the evaluation's" } else { "DIFFER from the evaluation's" }
+            ),
+        });
+        if !equal {
+            return Err(CudaError::Size {
+                op: "sparse products",
+                size: 1 << log_n,
+                reason: "outputs differ",
+            });
+        }
+    }
+    Ok(())
+}
+
 fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
 }
@@ -299,6 +358,7 @@ fn main() {
         for log_n in [20, 24] {
             witness_map_rows(&b, &mut rows, log_n)?;
         }
+        sparse_product_rows(&b, &mut rows, 24)?;
         Ok(rows)
     };
     match run() {

@@ -90,16 +90,22 @@ impl NttKernels {
     }
 }
 
-/// The R1CS module's kernels: a compact assignment's expansion and the sparse products.
+/// The R1CS module's kernels: a compact assignment's expansion, the long rows' products and the
+/// sparse products of the other rows.
 pub(crate) struct R1csKernels {
     pub(crate) expand: CudaFunction,
+    pub(crate) long_rows: CudaFunction,
     pub(crate) evaluate: CudaFunction,
 }
 
 impl R1csKernels {
     pub(crate) fn load(ctx: &Arc<CudaContext>) -> Result<Self, CudaError> {
         let m = load(ctx, ptx::R1CS, "loading the R1CS kernels")?;
-        Ok(Self { expand: function(&m, "r1cs_expand")?, evaluate: function(&m, "r1cs_evaluate")? })
+        Ok(Self {
+            expand: function(&m, "r1cs_expand")?,
+            long_rows: function(&m, "r1cs_long_rows")?,
+            evaluate: function(&m, "r1cs_evaluate")?,
+        })
     }
 }
 

@@ -1,7 +1,8 @@
 //! A key's recorded R1CS shape resident on the device, and partitions evaluated against it there.
 //!
 //! [`GpuShape`] holds the three matrices in compressed sparse rows (32-bit row starts, columns and
-//! coefficient indices) and the coefficient table. A partition then crosses the bus as its compact
+//! coefficient indices), the coefficient table, and per matrix the list of its long rows
+//! ([`RowSplit`]), whose products a warp each computes before a thread a row does the others. A partition then crosses the bus as its compact
 //! assignment ([`CompactWitness`]: the zero and one bitmaps with their ranks, and the values that are
 //! neither): [`CudaBackend::stage_compact`] converts it into pinned staging buffers and copies it on
 //! the copy stream into the partition's own `b` and `c` buffers (the evaluation overwrites them
@@ -23,17 +24,65 @@ use crate::kernels::r1cs::{DeviceCsr, ShapeArgs};
 use crate::profile::Probe;
 use crate::{kernels, CudaBackend, CudaError, DriverContext, Gpu, GpuFr, GpuPoly};
 
+/// How the sparse products share a row among the device's threads.
+///
+/// A thread a row leaves the other lanes of its warp idle while one lane works through a long row,
+/// and the porep-like shape mixes rows of one or two entries with SHA-256's additions of 64 to 256.
+/// Counted on the 2^20 porep-like shape, a thread a row takes 1.07M warp steps (a step: each lane one
+/// entry or none) for 5.57M entries; with the rows of more than 16 entries a warp each, 0.23M (0.15M
+/// for the short rows, 0.08M for the long ones with their warp-wide sums). docs/benchmarks/
+/// gpu-groth16.md has the counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowSplit {
+    /// Every row by one thread.
+    Threads,
+    /// Rows of more than this many entries by a warp each, the others by a thread each.
+    WarpsAbove(u32),
+}
+
+impl RowSplit {
+    /// The split resident shapes use: rows of more than 16 entries by a warp each. On the 2^20
+    /// porep-like shape any bound from 4 to 32 gives within 1% of the same warp steps (above); 16
+    /// the fewest.
+    pub const DEFAULT: Self = Self::WarpsAbove(16);
+
+    /// The longest row a thread takes (`u32::MAX` for every row).
+    fn long_row(self) -> u32 {
+        match self {
+            Self::Threads => u32::MAX,
+            Self::WarpsAbove(n) => n,
+        }
+    }
+
+    /// The rows of more entries than a thread takes, for rows of `lengths`.
+    fn long_rows(self, lengths: impl Iterator<Item = usize>) -> Vec<u32> {
+        let bound = self.long_row() as usize;
+        lengths.enumerate().filter(|&(_, len)| len > bound).map(|(row, _)| row as u32).collect()
+    }
+}
+
+impl Default for RowSplit {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
 /// A recorded R1CS shape resident on one device.
 pub struct GpuShape {
     counts: Counts,
     table: CudaSlice<GpuFr>,
     matrices: [DeviceCsr; 3],
+    split: RowSplit,
     bytes: usize,
 }
 
 impl std::fmt::Debug for GpuShape {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GpuShape").field("counts", &self.counts).field("bytes", &self.bytes).finish()
+        f.debug_struct("GpuShape")
+            .field("counts", &self.counts)
+            .field("split", &self.split)
+            .field("bytes", &self.bytes)
+            .finish()
     }
 }
 
@@ -48,15 +97,31 @@ fn upload_u32(gpu: &Gpu, stream: &Arc<CudaStream>, host: &[u32]) -> Result<CudaS
 impl GpuShape {
     /// Device bytes [`GpuShape::upload`] takes for `shape`.
     pub fn device_bytes_of(shape: &R1csShape) -> usize {
-        let rows = shape.counts().constraints + 1;
-        let entries = shape.a().entries() + shape.b().entries() + shape.c().entries();
-        3 * rows * 4 + entries * 8 + shape.coefficients().len() * std::mem::size_of::<GpuFr>()
+        Self::device_bytes_with(shape, RowSplit::DEFAULT)
     }
 
-    /// Copies `shape` to `gpu`. Fails when a matrix has more entries than 32-bit row starts can
-    /// count, or when device memory is short.
+    /// Device bytes [`GpuShape::upload_with`] takes for `shape` and `split`.
+    pub fn device_bytes_with(shape: &R1csShape, split: RowSplit) -> usize {
+        let rows = shape.counts().constraints + 1;
+        let entries = shape.a().entries() + shape.b().entries() + shape.c().entries();
+        let bound = split.long_row() as usize;
+        let long: usize = [shape.a(), shape.b(), shape.c()]
+            .iter()
+            .map(|m| m.row_lengths().filter(|&len| len > bound).count())
+            .sum();
+        3 * rows * 4 + entries * 8 + long * 4 + shape.coefficients().len() * std::mem::size_of::<GpuFr>()
+    }
+
+    /// Copies `shape` to `gpu`, its long rows split off by [`RowSplit::DEFAULT`]. Fails when a matrix
+    /// has more entries than 32-bit row starts can count, or when device memory is short.
     pub fn upload(gpu: &Gpu, shape: &R1csShape) -> Result<Self, CudaError> {
-        let bytes = Self::device_bytes_of(shape);
+        Self::upload_with(gpu, shape, RowSplit::DEFAULT)
+    }
+
+    /// Copies `shape` to `gpu` with its rows shared as `split` says (the products are the same every
+    /// way; [`RowSplit::Threads`] is the way before the split, for comparison).
+    pub fn upload_with(gpu: &Gpu, shape: &R1csShape, split: RowSplit) -> Result<Self, CudaError> {
+        let bytes = Self::device_bytes_with(shape, split);
         let (free, _) = gpu.memory()?;
         if bytes > free {
             return Err(CudaError::OutOfMemory { what: "the key's R1CS matrices", need: bytes, free });
@@ -76,10 +141,12 @@ impl GpuShape {
                 })?;
                 starts.push(start);
             }
+            let long = split.long_rows(m.row_lengths());
             matrices.push(DeviceCsr {
                 starts: upload_u32(gpu, stream, &starts)?,
                 columns: upload_u32(gpu, stream, m.columns())?,
                 coefficients: upload_u32(gpu, stream, m.coefficient_indices())?,
+                long: if long.is_empty() { None } else { Some(gpu.upload(stream, &long)?) },
             });
         }
         let table: Vec<GpuFr> = shape.coefficients().iter().map(|c| GpuFr(DeviceFr::from_ark(c))).collect();
@@ -90,7 +157,7 @@ impl GpuShape {
             size: 0,
             reason: "three matrices",
         })?;
-        Ok(Self { counts: shape.counts(), table, matrices: [a, b, c], bytes })
+        Ok(Self { counts: shape.counts(), table, matrices: [a, b, c], split, bytes })
     }
 
     /// The shape's counts.
@@ -103,8 +170,18 @@ impl GpuShape {
         self.bytes
     }
 
+    /// How the shape's rows are shared among threads.
+    pub fn split(&self) -> RowSplit {
+        self.split
+    }
+
     fn args(&self) -> ShapeArgs<'_> {
-        ShapeArgs { counts: self.counts, table: &self.table, matrices: &self.matrices }
+        ShapeArgs {
+            counts: self.counts,
+            table: &self.table,
+            matrices: &self.matrices,
+            long_row: self.split.long_row(),
+        }
     }
 }
 
@@ -261,16 +338,35 @@ impl CudaBackend {
         probe: &mut Probe,
     ) -> Result<Deferred<'b, Option<usize>>, CudaError> {
         let gpu = self.gpu();
+        let [_, b, c] = &*abc;
+        kernels::r1cs::expand(gpu, gpu.compute_stream(), &mut z.buf, &b.buf, words_len, &c.buf, probe)?;
+        self.products(shape, z, abc, probe)
+    }
+
+    /// Queues `shape`'s products with an expanded `z` into `abc` on the compute stream: the long
+    /// rows, then the others with every row checked; the deferred result is the first unsatisfied
+    /// constraint.
+    fn products<'b>(
+        &'b self,
+        shape: &GpuShape,
+        z: &GpuPoly,
+        abc: &mut [GpuPoly; 3],
+        probe: &mut Probe,
+    ) -> Result<Deferred<'b, Option<usize>>, CudaError> {
+        let gpu = self.gpu();
         let stream = gpu.compute_stream();
         let [a, b, c] = abc;
-        kernels::r1cs::expand(gpu, stream, &mut z.buf, &b.buf, words_len, &c.buf, probe)?;
+        let args = shape.args();
+        for (out, matrix) in [&mut *a, &mut *b, &mut *c].into_iter().zip(args.matrices) {
+            kernels::r1cs::long_rows(gpu, stream, &mut out.buf, matrix, &z.buf, &args, probe)?;
+        }
         let mut bad = gpu.zeros::<u32>(stream, 1)?;
         kernels::r1cs::evaluate(
             gpu,
             stream,
             [&mut a.buf, &mut b.buf, &mut c.buf],
             &z.buf,
-            shape.args(),
+            &args,
             &mut bad,
             probe,
         )?;
@@ -293,5 +389,53 @@ impl CudaBackend {
             let v = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
             Ok((v != 0).then(|| constraints - v))
         })))
+    }
+
+    /// For benchmarks: `shape`'s products with `z`, already expanded (by an evaluation of a staged
+    /// partition against a shape of the same counts), into `abc`, waited for; the first unsatisfied
+    /// constraint. Products only, so it can be repeated on the same buffers.
+    #[cfg(feature = "bench-kernels")]
+    pub fn shape_products(
+        &self,
+        shape: &GpuShape,
+        z: &GpuPoly,
+        abc: &mut [GpuPoly; 3],
+    ) -> Result<Option<usize>, BackendError> {
+        self.products(shape, z, abc, &mut Probe::default()).map_err(device("shape_products"))?.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RowSplit;
+
+    #[test]
+    fn a_split_lists_the_rows_longer_than_its_bound_in_order() {
+        let lengths = [0usize, 1, 16, 17, 256, 2, 0, 40];
+        let list = |split: RowSplit| split.long_rows(lengths.iter().copied());
+        assert_eq!(list(RowSplit::DEFAULT), [3, 4, 7]);
+        assert_eq!(list(RowSplit::Threads), Vec::<u32>::new());
+        assert_eq!(list(RowSplit::WarpsAbove(0)), [1, 2, 3, 4, 5, 7]);
+        assert_eq!(list(RowSplit::WarpsAbove(1)), [2, 3, 4, 5, 7]);
+        assert_eq!(list(RowSplit::WarpsAbove(u32::MAX)), Vec::<u32>::new());
+        assert_eq!(RowSplit::default(), RowSplit::DEFAULT);
+    }
+
+    /// The SHA-256 porep-like shape the GPU suite evaluates has long rows in the default split (so
+    /// the suite's default runs the warps' kernel), and their lists take four bytes a row.
+    #[test]
+    fn the_sha_shape_has_long_rows_and_their_lists_are_counted() {
+        let params = cuzk_testkit::small_sha_porep();
+        let circuit = cuzk_circuits::PorepLike::new(params, 7, 0).unwrap();
+        let shape = cuzk_synth::R1csShape::record(circuit).unwrap();
+        let long = |split: RowSplit| -> usize {
+            [shape.a(), shape.b(), shape.c()].iter().map(|m| split.long_rows(m.row_lengths()).len()).sum()
+        };
+        assert!(long(RowSplit::DEFAULT) > 0);
+        let bytes = super::GpuShape::device_bytes_with;
+        for split in [RowSplit::DEFAULT, RowSplit::WarpsAbove(0), RowSplit::WarpsAbove(1)] {
+            assert_eq!(bytes(&shape, split), bytes(&shape, RowSplit::Threads) + 4 * long(split), "{split:?}");
+        }
+        assert_eq!(super::GpuShape::device_bytes_of(&shape), bytes(&shape, RowSplit::DEFAULT));
     }
 }

@@ -1108,13 +1108,14 @@ fn stage_spans_are_placed_by_the_device_clock_inside_the_proofs_wall_time_and_a_
 
 /// Evaluates `circuit` against `shape` both ways: on the host (witness-only, a, b, c and z in full)
 /// and on the device (the compact assignment staged, z expanded and a, b, c computed against the
-/// resident shape). Every element must be equal, and the device's check must name the host's first
-/// unsatisfied row (or none).
+/// resident shape), once for each of `on_device` (the same shape with its rows split differently).
+/// Every element must be equal, and the device's check must name the host's first unsatisfied row (or
+/// none).
 fn assert_device_evaluation_matches<C: ark_relations::gr1cs::ConstraintSynthesizer<Fr> + Clone>(
     name: &str,
     gpu: &CudaBackend,
     shape: &cuzk_synth::R1csShape,
-    on_device: &std::sync::Arc<cuzk_cuda::GpuShape>,
+    on_device: &[std::sync::Arc<cuzk_cuda::GpuShape>],
     circuit: C,
 ) {
     use cuzk_groth16::DeviceBackend;
@@ -1122,21 +1123,44 @@ fn assert_device_evaluation_matches<C: ark_relations::gr1cs::ConstraintSynthesiz
     let (host, _) = cuzk_synth::synthesize_witness_only(circuit.clone(), shape, &unchecked).unwrap();
     let first_bad = (0..host.counts().constraints).find(|&i| host.a[i] * host.b[i] != host.c[i]);
     let w = cuzk_synth::synthesize_compact(circuit, shape.counts()).unwrap();
-    let (mut abc, mut z, evaluation) = gpu.stage_compact(on_device, &w).unwrap();
-    let landed: Vec<&cuzk_cuda::GpuPoly> = abc.iter().chain([&z]).collect();
-    gpu.await_uploads(&landed).unwrap();
-    let bad = evaluation.queue(gpu, &mut z, &mut abc, None).unwrap().finish().unwrap();
-    assert_eq!(bad, first_bad, "{name}: first unsatisfied row");
     let n = host.counts().domain_size();
-    assert_eq!(gpu.download_poly(&z).unwrap(), host.assignment, "{name}: z");
-    for (poly, (what, expected)) in abc.iter().zip([("a", &host.a), ("b", &host.b), ("c", &host.c)]) {
-        let mut padded = expected.clone();
-        padded.resize(n, Fr::zero());
-        assert_eq!(gpu.download_poly(poly).unwrap(), padded, "{name}: {what}");
+    for resident in on_device {
+        let name = format!("{name}, {:?}", resident.split());
+        let (mut abc, mut z, evaluation) = gpu.stage_compact(resident, &w).unwrap();
+        let landed: Vec<&cuzk_cuda::GpuPoly> = abc.iter().chain([&z]).collect();
+        gpu.await_uploads(&landed).unwrap();
+        let bad = evaluation.queue(gpu, &mut z, &mut abc, None).unwrap().finish().unwrap();
+        assert_eq!(bad, first_bad, "{name}: first unsatisfied row");
+        assert_eq!(gpu.download_poly(&z).unwrap(), host.assignment, "{name}: z");
+        for (poly, (what, expected)) in abc.iter().zip([("a", &host.a), ("b", &host.b), ("c", &host.c)]) {
+            let mut padded = expected.clone();
+            padded.resize(n, Fr::zero());
+            assert_eq!(gpu.download_poly(poly).unwrap(), padded, "{name}: {what}");
+        }
     }
 }
 
-/// Records `shape_of`'s shape, makes it resident, and checks every circuit of `circuits` against it.
+/// `shape` resident on `gpu` once per row split: the default, a thread every row, a warp every row
+/// (even the empty ones) and a warp every row of two entries or more. Each takes the bytes its
+/// estimate said.
+fn resident_splits(
+    gpu: &CudaBackend,
+    shape: &cuzk_synth::R1csShape,
+) -> Vec<std::sync::Arc<cuzk_cuda::GpuShape>> {
+    use cuzk_cuda::{GpuShape, RowSplit};
+    [RowSplit::DEFAULT, RowSplit::Threads, RowSplit::WarpsAbove(0), RowSplit::WarpsAbove(1)]
+        .into_iter()
+        .map(|split| {
+            let resident = GpuShape::upload_with(gpu.gpu(), shape, split).unwrap();
+            assert_eq!(resident.device_bytes(), GpuShape::device_bytes_with(shape, split), "{split:?}");
+            assert_eq!(resident.split(), split);
+            std::sync::Arc::new(resident)
+        })
+        .collect()
+}
+
+/// Records `shape_of`'s shape, makes it resident in every row split, and checks every circuit of
+/// `circuits` against it.
 fn check_shape<C: ark_relations::gr1cs::ConstraintSynthesizer<Fr> + Clone>(
     name: &str,
     gpu: &CudaBackend,
@@ -1144,8 +1168,11 @@ fn check_shape<C: ark_relations::gr1cs::ConstraintSynthesizer<Fr> + Clone>(
     circuits: impl IntoIterator<Item = C>,
 ) {
     let shape = cuzk_synth::R1csShape::record(shape_of).unwrap();
-    let on_device = std::sync::Arc::new(cuzk_cuda::GpuShape::upload(gpu.gpu(), &shape).unwrap());
-    assert_eq!(on_device.device_bytes(), cuzk_cuda::GpuShape::device_bytes_of(&shape));
+    assert_eq!(
+        cuzk_cuda::GpuShape::device_bytes_of(&shape),
+        cuzk_cuda::GpuShape::device_bytes_with(&shape, cuzk_cuda::RowSplit::DEFAULT)
+    );
+    let on_device = resident_splits(gpu, &shape);
     for (i, c) in circuits.into_iter().enumerate() {
         assert_device_evaluation_matches(&format!("{name} #{i}"), gpu, &shape, &on_device, c);
     }
@@ -1153,7 +1180,6 @@ fn check_shape<C: ark_relations::gr1cs::ConstraintSynthesizer<Fr> + Clone>(
 
 #[test]
 fn device_evaluation_of_every_workload_circuit_equals_the_host_path() {
-    use cuzk_circuits::{LabelHash, PorepParams};
     use cuzk_testkit::{Sha256Preimage, WeightedRows};
     let gpu = backend();
     let mut rng = seeded_rng("device_evaluation_of_every_workload_circuit_equals_the_host_path");
@@ -1173,14 +1199,7 @@ fn device_evaluation_of_every_workload_circuit_equals_the_host_path() {
     let zero = Synthetic { zero_witness: true, ..Synthetic::with_log_rows(11, 3) };
     check_shape("zero witness", &gpu, zero, [zero]);
     // PoRep-shaped partitions (Poseidon and SHA-256 labels).
-    let small_sha = PorepParams {
-        challenges: 1,
-        depth: 4,
-        base_parents: 1,
-        expander_parents: 0,
-        label_hash: LabelHash::Sha256,
-        filler: 3,
-    };
+    let small_sha = cuzk_testkit::small_sha_porep();
     for params in [PorepLike::params_for_log_constraints(12).unwrap(), small_sha] {
         let seed = rng.gen();
         let first = PorepLike::new(params, seed, 0).unwrap();
@@ -1207,10 +1226,11 @@ fn the_device_check_names_the_first_unsatisfied_row_and_no_proof_is_made() {
     // The honest circuit (no row broken) has the shape.
     let honest = Unsatisfied { inner, bad: usize::MAX };
     let shape = cuzk_synth::R1csShape::record(honest).unwrap();
-    let on_device = std::sync::Arc::new(cuzk_cuda::GpuShape::upload(gpu.gpu(), &shape).unwrap());
+    let splits = resident_splits(&gpu, &shape);
+    let on_device = splits[0].clone();
     for bad in [0, 1, 777, inner.constraints - 1] {
         let circuit = Unsatisfied { inner: Synthetic { seed: rng.gen(), ..inner }, bad };
-        assert_device_evaluation_matches(&format!("bad row {bad}"), &gpu, &shape, &on_device, circuit);
+        assert_device_evaluation_matches(&format!("bad row {bad}"), &gpu, &shape, &splits, circuit);
     }
     // Through the prover: the proof is refused with the row, not made.
     let pk = keygen(honest, &mut rng);

@@ -4,7 +4,7 @@
 use ark_bls12_381::Fr;
 use ark_ff::{One, UniformRand, Zero};
 use ark_relations::gr1cs::ConstraintSynthesizer;
-use cuzk_circuits::{LabelHash, PorepLike, PorepParams};
+use cuzk_circuits::PorepLike;
 use cuzk_synth::{
     synthesize, synthesize_compact, CompactWitness, Counts, Density, R1csShape, SynthError, SynthesisOptions,
 };
@@ -31,14 +31,7 @@ fn assert_compact_matches<C: ConstraintSynthesizer<Fr> + Clone>(name: &str, shap
 #[test]
 fn porep_like_partitions_expand_to_their_assignment() {
     let mut rng = seeded_rng("porep_like_partitions_expand_to_their_assignment");
-    let small_sha = PorepParams {
-        challenges: 1,
-        depth: 4,
-        base_parents: 1,
-        expander_parents: 0,
-        label_hash: LabelHash::Sha256,
-        filler: 3,
-    };
+    let small_sha = cuzk_testkit::small_sha_porep();
     for params in [PorepLike::params_for_log_constraints(12).unwrap(), small_sha] {
         let seed = rng.next_u64();
         let first = PorepLike::new(params, seed, 0).unwrap();

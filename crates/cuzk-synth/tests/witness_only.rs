@@ -51,14 +51,7 @@ fn assert_same<C: ConstraintSynthesizer<Fr> + Clone>(name: &str, shape_of: C, ci
 #[test]
 fn porep_like_partitions_match_full_synthesis() {
     let mut rng = seeded_rng("porep_like_partitions_match_full_synthesis");
-    let small_sha = PorepParams {
-        challenges: 1,
-        depth: 4,
-        base_parents: 1,
-        expander_parents: 0,
-        label_hash: LabelHash::Sha256,
-        filler: 3,
-    };
+    let small_sha = cuzk_testkit::small_sha_porep();
     // Filecoin's parent counts (an eight-block SHA-256 message per label), two challenges.
     let filecoin_parents = PorepParams {
         challenges: 2,

@@ -42,6 +42,20 @@ pub fn keygen<C: ConstraintSynthesizer<Fr>>(circuit: C, rng: &mut StdRng) -> Pro
     Groth16::<Bls12_381>::generate_random_parameters_with_reduction(circuit, rng).expect("key generation")
 }
 
+/// The smallest porep-like parameters with SHA-256 labels (one challenge, a tree of depth 4, one
+/// parent): SHA-256 compressions, whose additions give rows of many entries beside rows of one or
+/// two, in a shape small enough for any test.
+pub fn small_sha_porep() -> cuzk_circuits::PorepParams {
+    cuzk_circuits::PorepParams {
+        challenges: 1,
+        depth: 4,
+        base_parents: 1,
+        expander_parents: 0,
+        label_hash: cuzk_circuits::LabelHash::Sha256,
+        filler: 3,
+    }
+}
+
 /// A circuit with exactly one constraint: `x · x = y`, `y` public.
 #[derive(Debug, Clone, Copy)]
 pub struct OneConstraint {
