@@ -62,7 +62,8 @@ struct Csr {
 extern "C" __global__ void r1cs_long_rows(Fr* out, const uint32_t* rows, uint32_t count,
                                           const uint32_t* starts, const uint32_t* columns,
                                           const uint32_t* coefficients, const Fr* table, const Fr* z) {
-    const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+    // Counted in warps, so a launch of up to 2^32 - 1 rows indexes them without overflow.
+    const uint32_t warp = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (warp >= count) return;  // the warp's lanes leave together
     const Csr m{starts, columns, coefficients};
     const uint32_t row = rows[warp];
