@@ -14,8 +14,10 @@
 //   3. msm_scatter: the same digits again, each (base index, sign) written into its bucket's range
 //      (or the same in two passes through a temporary grouped by runs of buckets, msm_scatter_bins and
 //      msm_place, each staging its output in shared memory to write it out in runs);
-//   4. G_sum_ones adds the points listed as ones, a fixed share per thread (a batch addition, no bucket
-//      machinery), and G_reduce adds its partials into one point;
+//   4. with the XYZZ first round, G_sum_ones adds the points listed as ones, a fixed share per thread
+//      (mixed additions, no bucket machinery), and G_reduce adds its partials into one point; the
+//      batched first round instead takes the ones' bucket as one more bucket after the sets' (its
+//      additions cost about half a mixed one), and G_bucket_sum takes its sum out after step 6;
 //   5. the first summing round (G_sum_affine) cuts the windows' entries into equal pieces of L entries,
 //      one per thread, regardless of bucket boundaries (L from their total, so that sparse scalars
 //      still keep every thread busy): a thread emits one partial sum per bucket its piece touches, at
@@ -464,8 +466,7 @@ __device__ __forceinline__ void reduce(const Xyzz<F>* in, uint32_t per, Xyzz<F>*
     if (t == 0) out[g] = lane_sums[0];
 }
 
-// The batch addition of the ones: bucket `key` lists the points whose scalar is 1 (no digits, no
-// signs). Thread t of the grid adds entries t, t + threads, t + 2 threads, ... of it as affine points
+// The ones added apart: bucket `key` lists the points whose scalar is 1 (no digits, no signs). Thread t of the grid adds entries t, t + threads, t + 2 threads, ... of it as affine points
 // into one XYZZ accumulator and writes it to out[t]; `reduce` then adds the partials. The stride keeps
 // neighbouring threads on neighbouring entries, and every thread gets the same share however many
 // ones there are (the host launches the grid without knowing).
@@ -477,6 +478,16 @@ __device__ __forceinline__ void sum_ones(const Affine<F>* bases, const uint32_t*
     Xyzz<F> acc = Xyzz<F>::identity();
     for (uint32_t i = t; i < m; i += threads) acc = acc.add_affine(bases[entries[begin + i] & 0x7fffffffu]);
     out[t] = acc;
+}
+
+// out[0] = bucket `key`'s sum once the later rounds have left it at most one partial: data[off[key]],
+// or the identity when it has none. Takes the ones' sum out of the buckets when the first round added
+// them as one more bucket. One thread.
+template <class F>
+__device__ __forceinline__ void bucket_sum(const Xyzz<F>* data, const uint32_t* count, const uint32_t* off,
+                                           uint32_t key, Xyzz<F>* out) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    *out = count[key] ? data[off[key]] : Xyzz<F>::identity();
 }
 
 // The table of m multiples per point: out[i m + j] = 2^(c j) P_i (P_i = bases[i * stride], so a table
@@ -537,6 +548,10 @@ constexpr int SUM_THREADS = 128;
                                                    const uint32_t* off, uint32_t windows, uint32_t half,      \
                                                    uint32_t segments, Xyzz<F>* out) {                         \
         window_segments(data, count, off, windows, half, segments, out);                                      \
+    }                                                                                                         \
+    extern "C" __global__ void G##_bucket_sum(const Xyzz<F>* data, const uint32_t* count, const uint32_t* off, \
+                                              uint32_t key, Xyzz<F>* out) {                                   \
+        bucket_sum(data, count, off, key, out);                                                               \
     }                                                                                                         \
     extern "C" __global__ void G##_reduce(const Xyzz<F>* in, uint32_t per, Xyzz<F>* out) {                   \
         reduce(in, per, out);                                                                                 \

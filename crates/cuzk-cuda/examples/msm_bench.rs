@@ -4,7 +4,7 @@
 //!                  [--tables C:M,C:M,...] [--bases device|host|both] [--curves g1,g2]
 //!                  [--scalars random,bits] [--first-rounds xyzz,batch,batch:K,auto]
 //!                  [--sorts direct,binned] [--batches LOG,LOG,...] [--units integer,fp64,mixed]
-//!                  [--trace]
+//!                  [--ones auto,apart,round] [--trace]
 //!
 //! `--first-rounds` times every variant with each way of doing the first summing round (`xyzz`
 //! accumulators, `batch` affine additions, `batch:K` with K chains per thread, or `auto`: batched from
@@ -12,7 +12,9 @@
 //! the sorted entries (`binned`, the default, or `direct`). `--batches` times each with each most
 //! points per batch (`2^LOG`; the default is `MsmConfig::default().batch`). `--units` times each
 //! with G1's batched first round multiplying on each of the units (`MulUnits`; the integer units by
-//! default); every variant's result must equal the first's.
+//! default). `--ones` times each with each way of adding the points whose scalar is 1 (`Ones`: `apart`
+//! by a kernel of their own, `round` by the first summing round as one more bucket, `auto`, the
+//! default, in the round when it is batched); every variant's result must equal the first's.
 //!
 //! `--tables` adds, after the plain variants, device-resident bases replaced by a table of `M`
 //! multiples per point for windows of `C` bits (`M = all`: every window in one set of buckets),
@@ -37,7 +39,7 @@ use ark_bls12_381::{Fr, G1Projective, G2Projective};
 use ark_ec::{CurveGroup, VariableBaseMSM};
 use ark_ff::{One, UniformRand, Zero};
 use cuzk_cuda::kernels::MulUnits;
-use cuzk_cuda::msm::{self, Curve, FirstRound, Plan, Sort, G1, G2};
+use cuzk_cuda::msm::{self, Curve, FirstRound, Ones, Plan, Sort, G1, G2};
 use cuzk_cuda::profile::Probe;
 use cuzk_cuda::{CudaBackend, CudaError, GpuFr, MsmConfig, Residency};
 use cuzk_field::{to_device_vec, DeviceFr};
@@ -99,7 +101,16 @@ fn round_label(r: &Row) -> String {
         (FirstRound::Auto, _) => " auto".into(),
         (FirstRound::Xyzz, _) => String::new(),
     };
-    round + sort_label(r.sort) + &batch_label(r.batch) + units_label(r.units)
+    round + sort_label(r.sort) + &batch_label(r.batch) + units_label(r.units) + ones_label(r.ones)
+}
+
+/// ` ones apart` / ` ones in the round` when chosen so, nothing for the default.
+fn ones_label(ones: Ones) -> &'static str {
+    match ones {
+        Ones::Auto => "",
+        Ones::Apart => " ones apart",
+        Ones::InRound => " ones in the round",
+    }
 }
 
 /// ` fp64` / ` mixed units` for G1's batched round on those units, nothing for the integer units.
@@ -140,6 +151,7 @@ struct Row {
     /// Most points per batch.
     batch: usize,
     units: MulUnits,
+    ones: Ones,
     table: Option<(f64, u64)>,
     host_bases: bool,
     wall_ms: f64,
@@ -175,6 +187,7 @@ struct Sweep {
     batches: Vec<usize>,
     /// Units of G1's batched first round.
     units: Vec<MulUnits>,
+    ones: Vec<Ones>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -228,12 +241,13 @@ fn run<C: Curve>(
             let rounds = sweep.first_rounds.iter().flat_map(|&r| sweep.sorts.iter().map(move |&s| (r, s)));
             let rounds = rounds.flat_map(|rs| sweep.batches.iter().map(move |&batch| (rs, batch)));
             let rounds = rounds.flat_map(|rb| sweep.units.iter().map(move |&units| (rb, units)));
-            for ((((first_round, batch_chains), sort), batch), units) in rounds {
+            let rounds = rounds.flat_map(|ru| sweep.ones.iter().map(move |&ones| (ru, ones)));
+            for (((((first_round, batch_chains), sort), batch), units), ones) in rounds {
                 let (on_host, dev) = match plain_index {
                     Some(i) => (&stored[i].0, &stored[i].1),
                     None => (&false, tabled.as_ref().expect("a table was just built")),
                 };
-                let config = MsmConfig { window_bits, first_round, batch_chains, sort, batch, units };
+                let config = MsmConfig { window_bits, first_round, batch_chains, sort, batch, units, ones };
                 let call = |probe: &mut Probe| {
                     msm::msm_probed::<C>(gpu, &dev.msm_bases(), &dk.slice(..), &config, probe)
                 };
@@ -243,7 +257,7 @@ fn run<C: Curve>(
                     Some(r) => assert_eq!(
                         r,
                         got,
-                        "{} 2^{log_n}: window {window_bits:?}, {first_round:?}, {sort:?}, {units:?} differs",
+                        "{} 2^{log_n}: window {window_bits:?}, {first_round:?}, {sort:?}, {units:?}, {ones:?} differs",
                         C::NAME
                     ),
                 }
@@ -340,6 +354,7 @@ fn run<C: Curve>(
                     sort,
                     batch,
                     units,
+                    ones,
                     table,
                     host_bases: *on_host,
                     wall_ms: median(walls),
@@ -405,6 +420,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             sorts: vec![defaults.sort],
             batches: vec![defaults.batch],
             units: vec![defaults.units],
+            ones: vec![defaults.ones],
         },
     };
     let mut it = args.iter();
@@ -472,6 +488,14 @@ fn parse(args: &[String]) -> Result<Options, String> {
             }
             "--units" => {
                 o.sweep.units = items(flag, v, |x| x.parse::<MulUnits>().ok())?;
+            }
+            "--ones" => {
+                o.sweep.ones = items(flag, v, |x| match x {
+                    "auto" => Some(Ones::Auto),
+                    "apart" => Some(Ones::Apart),
+                    "round" => Some(Ones::InRound),
+                    _ => None,
+                })?;
             }
             _ => return Err(format!("unknown flag `{flag}`")),
         }
@@ -545,7 +569,8 @@ fn main() {
                 FirstRound::Xyzz => "xyzz".into(),
                 FirstRound::Auto => "auto".into(),
             } + sort_label(r.sort)
-                + &batch_label(r.batch),
+                + &batch_label(r.batch)
+                + ones_label(r.ones),
             r.table.map_or("-".into(), |(ms, bytes)| format!(
                 "{}, {ms:.0}, {:.2}",
                 r.multiples,
@@ -580,7 +605,7 @@ fn main() {
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"multiples\":{},\"batched_affine\":{},\"binned_sort\":{},\"batch\":{},\"host_bases\":{},\"wall_ms\":{},\"kernel_ms\":{},\"stream_ms\":{},\"stream_share\":{},\"ark_ms\":{}}}",
+                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"multiples\":{},\"batched_affine\":{},\"binned_sort\":{},\"batch\":{},\"ones\":\"{:?}\",\"host_bases\":{},\"wall_ms\":{},\"kernel_ms\":{},\"stream_ms\":{},\"stream_share\":{},\"ark_ms\":{}}}",
                     r.curve,
                     r.log_n,
                     r.bits,
@@ -589,6 +614,7 @@ fn main() {
                     r.first_round == FirstRound::BatchAffine,
                     r.sort == Sort::Binned,
                     r.batch,
+                    r.ones,
                     r.host_bases,
                     r.wall_ms,
                     r.kernel_ms,

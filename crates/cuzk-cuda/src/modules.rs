@@ -127,6 +127,7 @@ pub(crate) struct MsmKernels {
 /// One curve's bucket and window kernels.
 pub(crate) struct CurveKernels {
     pub(crate) sum_ones: CudaFunction,
+    pub(crate) bucket_sum: CudaFunction,
     pub(crate) sum_affine: CudaFunction,
     pub(crate) sum_batch: CudaFunction,
     /// G1's `sum_batch` with its products on the FP64 units in every warp and in alternate warps (G2: none).
@@ -146,6 +147,7 @@ impl MsmKernels {
             let g1 = g == "g1";
             Ok(CurveKernels {
                 sum_ones: f(if g1 { "g1_sum_ones" } else { "g2_sum_ones" })?,
+                bucket_sum: f(if g1 { "g1_bucket_sum" } else { "g2_bucket_sum" })?,
                 sum_affine: f(if g1 { "g1_sum_affine" } else { "g2_sum_affine" })?,
                 sum_batch: f(if g1 { "g1_sum_batch" } else { "g2_sum_batch" })?,
                 sum_batch_fp64: if g1 {

@@ -727,6 +727,51 @@ fn msm_with_batched_affine_sums_matches_ark_ec() {
     check_msm::<G2>(&gpu, &b2, &k, closed_form(&k, r2, s2), "batched, G2 n = 2^20 + 1, random");
 }
 
+#[test]
+fn msm_ones_apart_and_in_the_first_round_match_ark_ec() {
+    // The ones' sum both ways with both first rounds (the defaults pair the batched round with the
+    // ones in it, the XYZZ round with the ones apart; the batched test above covers the first): every
+    // scalar kind on awkward sizes and both curves, repeated bases and identities, small batches and
+    // tables, and 2^22 - 1 witness-like scalars against the closed form.
+    use cuzk_cuda::msm::Ones;
+    let mut rng = seeded_rng("msm_ones");
+    let n = 5000;
+    let b1 = bases::<G1Projective>(n, &mut rng);
+    let b2 = bases::<G2Projective>(n, &mut rng);
+    let repeats = repeated(&b1);
+    let (big, r, step) = progression::<G1Projective>((1 << 22) - 1, &mut rng);
+    for (first_round, ones) in [
+        (FirstRound::BatchAffine, Ones::Apart),
+        (FirstRound::Xyzz, Ones::InRound),
+        (FirstRound::Xyzz, Ones::Apart),
+    ] {
+        let config = MsmConfig { first_round, ones, ..MsmConfig::default() };
+        let name = format!("{first_round:?}, ones {ones:?}");
+        let gpu = backend().with_msm_config(config);
+        for &size in &[1usize, 2, 31, 4097, n] {
+            for kind in KINDS {
+                let s = scalars(kind, size, &mut rng);
+                let e1 = G1Projective::msm(&b1[..size], &s).unwrap();
+                let e2 = G2Projective::msm(&b2[..size], &s).unwrap();
+                check_msm::<G1>(&gpu, &b1[..size], &s, e1, &format!("{name}, n = {size}, {kind:?}"));
+                check_msm::<G2>(&gpu, &b2[..size], &s, e2, &format!("{name}, n = {size}, {kind:?}"));
+            }
+        }
+        for kind in [Scalars::Bits, Scalars::One] {
+            let s = scalars(kind, n, &mut rng);
+            let e = G1Projective::msm(&repeats, &s).unwrap();
+            let small = backend().with_msm_config(MsmConfig { batch: 999, ..config });
+            check_msm::<G1>(&small, &repeats, &s, e, &format!("{name}, repeats, {kind:?}, batch 999"));
+            let mut d = gpu.upload_bases_to::<G1>(&repeats, Residency::Device).unwrap();
+            d.precompute(gpu.gpu(), 11, 4).unwrap();
+            let got = gpu.msm_host(&d, &s).unwrap();
+            assert_eq!(got.into_affine(), e.into_affine(), "{name}, repeats, {kind:?}, table");
+        }
+        let k = scalars(Scalars::Bits, big.len(), &mut rng);
+        check_msm::<G1>(&gpu, &big, &k, closed_form(&k, r, step), &format!("{name}, 2^22 - 1 bits"));
+    }
+}
+
 /// Bases `R + i·S` for random `R`, `S`, with [`closed_form`] as the oracle.
 fn progression<G: CurveGroup<ScalarField = Fr>>(n: usize, rng: &mut StdRng) -> (Vec<G::Affine>, G, G) {
     let (r, s) = (G::rand(rng), G::rand(rng));

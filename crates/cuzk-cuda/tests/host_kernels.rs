@@ -402,5 +402,17 @@ fn batch_cases(rng: &mut StdRng) -> Vec<BatchCase> {
             .collect();
         cases.push(BatchCase { threads, points, buckets });
     }
+    // As the MSM's round sees the ones' bucket when it adds the ones too: a few short buckets, then one
+    // listing most points once each, unsigned (the identity among them), across most pieces.
+    let mut points: Vec<G1Affine> = (0..300).map(|_| G1Projective::rand(rng).into_affine()).collect();
+    points.push(G1Affine::zero());
+    let n = points.len() as u32;
+    let mut buckets: Vec<Vec<u32>> = (0..6)
+        .map(|_| {
+            (0..rng.gen_range(0..5)).map(|_| rng.gen_range(0..n) | (rng.gen_range(0..2u32) << 31)).collect()
+        })
+        .collect();
+    buckets.push((0..n).filter(|_| rng.gen_range(0..10) != 0).collect());
+    cases.push(BatchCase { threads: 3, points, buckets });
     cases
 }

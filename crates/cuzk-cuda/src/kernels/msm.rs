@@ -235,8 +235,8 @@ pub(crate) struct SegmentsRef<'a> {
     pub(crate) off: &'a CudaSlice<u32>,
 }
 
-/// `msm_flat_counts`: the first summing round's segments when the windows' `buckets` buckets' entries
-/// are cut into `pieces` equal runs, one per thread: each thread writes one partial per bucket its
+/// `msm_flat_counts`: the first summing round's segments when the first `buckets` buckets' entries
+/// (the sets', and the ones' too when the round adds them) are cut into `pieces` equal runs, one per thread: each thread writes one partial per bucket its
 /// run touches, at slot `thread + bucket`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn flat_counts(
@@ -250,13 +250,13 @@ pub(crate) fn flat_counts(
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
     let b = buckets as usize;
-    expect_at_least("msm_flat_counts", b + 1, sorted.count.len().min(sorted.off.len()))?;
+    expect_at_least("msm_flat_counts", b, sorted.count.len().min(sorted.off.len()))?;
     expect_at_least("msm_flat_counts", b, next_count.len().min(next_off.len()))?;
     let k = gpu.msm_kernels()?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `msm_flat_counts(const uint32_t* count, const uint32_t* off, uint32_t buckets,
-    // uint32_t pieces, uint32_t* next_count, uint32_t* next_off)`; the inputs hold buckets + 1 elements,
-    // the outputs `buckets`, each written.
+    // uint32_t pieces, uint32_t* next_count, uint32_t* next_off)`; the inputs hold at least `buckets`
+    // elements (checked; it reads those), the outputs `buckets`, each written.
     unsafe {
         stream
             .launch_builder(&k.flat_counts)
@@ -311,8 +311,42 @@ pub(crate) fn sum_ones<C: Curve>(
     probe.after(gpu, stream, "sum_ones")
 }
 
-/// `G_sum_affine`: the first summing round, thread `t` of `pieces` adding its run of the windows'
-/// sorted entries into one XYZZ partial per bucket it touches, at `out[t + bucket]`.
+/// `G_bucket_sum`: `out[0]` = bucket `key`'s sum once the later rounds have left every bucket at most
+/// one partial (`data[off[key]]`), or the identity for an empty bucket.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn bucket_sum<C: Curve>(
+    gpu: &Gpu,
+    ck: &CurveKernels,
+    stream: &Arc<CudaStream>,
+    data: &CudaSlice<Xyzz<C>>,
+    segments: SegmentsRef<'_>,
+    key: u32,
+    out: &mut CudaViewMut<'_, Xyzz<C>>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    expect_at_least("bucket_sum", key as usize + 1, segments.count.len().min(segments.off.len()))?;
+    expect_at_least("bucket_sum", 1, out.len())?;
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `G_bucket_sum(const Xyzz<F>* data, const uint32_t* count, const uint32_t* off,
+    // uint32_t key, Xyzz<F>* out)`; bucket `key` exists in count and off (checked), and when its count
+    // is 1 off[key] indexes a written slot of `data` (the last round's output, whose segments these
+    // are); one thread writes out[0] (checked to exist).
+    unsafe {
+        stream
+            .launch_builder(&ck.bucket_sum)
+            .arg(data)
+            .arg(segments.count)
+            .arg(segments.off)
+            .arg(&key)
+            .arg(out)
+            .launch(grid("bucket_sum", 1, 32)?)
+    }
+    .during("bucket_sum")?;
+    probe.after(gpu, stream, "bucket_sum")
+}
+
+/// `G_sum_affine`: the first summing round, thread `t` of `pieces` adding its run of the first
+/// `buckets` buckets' sorted entries into one XYZZ partial per bucket it touches, at `out[t + bucket]`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sum_affine<C: Curve>(
     gpu: &Gpu,
@@ -326,13 +360,13 @@ pub(crate) fn sum_affine<C: Curve>(
     out: &mut CudaSlice<Xyzz<C>>,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
-    expect_at_least("sum_affine", buckets as usize + 1, sorted.count.len().min(sorted.off.len()))?;
+    expect_at_least("sum_affine", buckets as usize, sorted.count.len().min(sorted.off.len()))?;
     expect_at_least("sum_affine", pieces as usize + buckets as usize, out.len())?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `G_sum_affine(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,
     // const uint32_t* off, uint32_t buckets, uint32_t pieces, Xyzz<F>* out)`; entries index bases (the
-    // sort put them there from this batch); thread t reads entries below the windows' total (the
-    // entries' length) and writes out[t + b] for buckets b < `buckets`, with t < pieces, so below
+    // sort put them there from this batch); thread t reads entries below the first `buckets` buckets'
+    // total (within the entries' length) and writes out[t + b] for buckets b < `buckets`, with t < pieces, so below
     // pieces + buckets <= out.len() (checked).
     unsafe {
         stream
@@ -391,7 +425,7 @@ pub(crate) fn sum_batch<C: Curve>(
 ) -> Result<(), CudaError> {
     let pieces = threads as usize * chains as usize;
     let (acc, prefix, records) = scratch;
-    expect_at_least("sum_batch", buckets as usize + 1, sorted.count.len().min(sorted.off.len()))?;
+    expect_at_least("sum_batch", buckets as usize, sorted.count.len().min(sorted.off.len()))?;
     expect_at_least("sum_batch", pieces + buckets as usize, out.len())?;
     expect_at_least("sum_batch", pieces, acc.len())?;
     expect_at_least("sum_batch", pieces * batch_prefix_words::<C>(), prefix.len())?;
@@ -408,7 +442,7 @@ pub(crate) fn sum_batch<C: Curve>(
     // prefix, Chain* chains, Affine<F>* out)` with k = chains; entries index bases (the sort put them
     // there from this batch); chain v < pieces = threads * k uses acc[v], prefix[v]
     // (batch_prefix_words u64 words each) and the record chains[v] (four u32 words), all checked
-    // above, reads entries below the windows' total and writes out[v + b] for buckets b < `buckets`,
+    // above, reads entries below the first `buckets` buckets' total and writes out[v + b] for buckets b < `buckets`,
     // below pieces + buckets <= out.len() (checked).
     unsafe {
         stream

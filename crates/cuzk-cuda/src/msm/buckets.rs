@@ -1,20 +1,22 @@
 //! Bucket sums and the window reduction of one sorted batch, on the compute stream.
 //!
-//! The ones' bucket is a batch addition of its own (a fixed share per thread, then block-wide adds).
-//! The first summing round cuts the windows' sorted entries into equal pieces, one per thread, whatever
-//! the bucket boundaries (so sparse scalars still occupy every thread), and a thread writes one XYZZ
-//! partial per bucket its piece touches (at slot thread + bucket, so no scan is needed to place them):
-//! uneven buckets cost nothing extra (the batched affine round writes its partials affine, half the
-//! bytes, and the first later round adds them by mixed additions). Later rounds add each bucket's few
-//! partials in chunks until every bucket holds one. Per window, `Σ j·B_j` by running sums over segments of buckets, then
-//! block-wide adds of the segments.
+//! The first summing round cuts the sorted entries of the sets' buckets (and of the ones' bucket after
+//! them, [`Ones::InRound`]) into equal pieces, one per thread, whatever the bucket boundaries (so
+//! sparse scalars still occupy every thread), and a thread writes one XYZZ partial per bucket its
+//! piece touches (at slot thread + bucket, so no scan is needed to place them): uneven buckets cost
+//! nothing extra (the batched affine round writes its partials affine, half the bytes, and the first
+//! later round adds them by mixed additions). Later rounds add each bucket's few partials in chunks
+//! until every bucket holds one. Per window, `Σ j·B_j` by running sums over segments of buckets, then
+//! block-wide adds of the segments. The ones' sum is then taken out of its bucket, or, added apart
+//! ([`Ones::Apart`]), comes from a kernel of their own (a fixed share per thread, then block-wide
+//! adds) before the first round.
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr};
 use cuzk_field::Curve;
 
-use super::plan::{FirstRound, Plan};
+use super::plan::{FirstRound, Ones, Plan};
 use super::sort::{chunk_counts, Segments, Sorted};
 use crate::kernels::msm::{self as k, SUM_THREADS};
 use crate::kernels::MulUnits;
@@ -193,9 +195,8 @@ pub(crate) fn reduce<C: Curve>(
     let windows = plan.sets;
     let mut sums = gpu.scratch().take_serial::<Xyzz<C>>(stream, windows as usize + 1)?;
 
-    // The ones: a batch addition of the points listed in the bucket after the windows'.
-    let ones = plan.ones_threads;
-    let mut partials = gpu.scratch().take_serial::<Xyzz<C>>(stream, ones as usize)?;
+    // The rounds' buckets: the sets', then the ones' when the first round adds them too.
+    let round_buckets = plan.round_buckets();
     {
         // The stream waits for the sort (on the side stream) here, before the probe's start event,
         // so the first kernel's span is its own and not the sort's too.
@@ -203,19 +204,44 @@ pub(crate) fn reduce<C: Curve>(
         let _count = sorted.seg.count.device_ptr(stream);
         let _off = sorted.seg.off.device_ptr(stream);
     }
-    k::sum_ones(gpu, ck, stream, bases, &sorted.entries, sorted.seg.as_ref(), buckets, &mut partials, probe)?;
-    reduce_rows::<C>(gpu, ck, stream, partials, 1, ones, &mut sums.slice_mut(windows as usize..), probe)?;
+    if plan.ones != Ones::InRound {
+        // The ones apart: a kernel of their own over the bucket after the sets', its partials added
+        // into the last sum.
+        let ones = plan.ones_threads;
+        let mut partials = gpu.scratch().take_serial::<Xyzz<C>>(stream, ones as usize)?;
+        k::sum_ones(
+            gpu,
+            ck,
+            stream,
+            bases,
+            &sorted.entries,
+            sorted.seg.as_ref(),
+            buckets,
+            &mut partials,
+            probe,
+        )?;
+        reduce_rows::<C>(gpu, ck, stream, partials, 1, ones, &mut sums.slice_mut(windows as usize..), probe)?;
+    }
 
-    // First round: the windows' entries in `pieces` equal runs, whatever buckets they fall in; one
+    // First round: the rounds' entries in `pieces` equal runs, whatever buckets they fall in; one
     // per thread, or with batched affine additions (threads, chains per thread) many per thread.
     let sms = gpu.info().multiprocessors.max(1) as u32;
     let (pieces, batched) = first_round::<C>(sms, plan, bases.len())?;
-    let items = pieces as usize + buckets as usize;
+    let items = pieces as usize + round_buckets as usize;
     let mut next = Segments {
-        count: gpu.scratch().take::<u32>(stream, buckets as usize)?,
-        off: gpu.scratch().take(stream, buckets as usize)?,
+        count: gpu.scratch().take::<u32>(stream, round_buckets as usize)?,
+        off: gpu.scratch().take(stream, round_buckets as usize)?,
     };
-    k::flat_counts(gpu, stream, sorted.seg.as_ref(), buckets, pieces, &mut next.count, &mut next.off, probe)?;
+    k::flat_counts(
+        gpu,
+        stream,
+        sorted.seg.as_ref(),
+        round_buckets,
+        pieces,
+        &mut next.count,
+        &mut next.off,
+        probe,
+    )?;
     // Slots no thread writes are never read: msm_flat_counts points each bucket at its written ones.
     let mut data = match batched {
         None => {
@@ -227,7 +253,7 @@ pub(crate) fn reduce<C: Curve>(
                 bases,
                 &sorted.entries,
                 sorted.seg.as_ref(),
-                buckets,
+                round_buckets,
                 pieces,
                 &mut data,
                 probe,
@@ -248,7 +274,7 @@ pub(crate) fn reduce<C: Curve>(
                 bases,
                 &sorted.entries,
                 sorted.seg.as_ref(),
-                buckets,
+                round_buckets,
                 threads,
                 chains,
                 (&mut acc, &mut prefix, &mut state),
@@ -261,7 +287,7 @@ pub(crate) fn reduce<C: Curve>(
     let mut seg = next;
     // The later rounds write into two buffers of their largest size in turn: after the first round's
     // partials, a few percent more than a partial per bucket each, whatever the number of rounds.
-    let rounds = later_round_items(pieces, bases.len(), items, buckets as usize, batched.is_some());
+    let rounds = later_round_items(pieces, bases.len(), items, round_buckets as usize, batched.is_some());
     let len = rounds.iter().copied().max().unwrap_or(0);
     let mut spare: Option<ScratchBuf<Xyzz<C>>> = None;
     for next_items in rounds {
@@ -274,10 +300,10 @@ pub(crate) fn reduce<C: Curve>(
         let (cut, off) = (seg.as_ref(), &next.off);
         match &data {
             Partials::Xyzz(d) => {
-                k::sum_xyzz(gpu, ck, stream, d, cut, off, buckets, LATER_CHUNK, out_ref, probe)?
+                k::sum_xyzz(gpu, ck, stream, d, cut, off, round_buckets, LATER_CHUNK, out_ref, probe)?
             }
             Partials::Affine(d) => {
-                k::sum_partials(gpu, ck, stream, d, cut, off, buckets, LATER_CHUNK, out_ref, probe)?
+                k::sum_partials(gpu, ck, stream, d, cut, off, round_buckets, LATER_CHUNK, out_ref, probe)?
             }
         }
         // A buffer of the later rounds' size is written next (the first round's, if it happens to
@@ -310,6 +336,19 @@ pub(crate) fn reduce<C: Curve>(
         &mut sums.slice_mut(..windows as usize),
         probe,
     )?;
+    if plan.ones == Ones::InRound {
+        // The ones' bucket (after the sets') holds their sum now.
+        k::bucket_sum(
+            gpu,
+            ck,
+            stream,
+            &data,
+            seg.as_ref(),
+            buckets,
+            &mut sums.slice_mut(windows as usize..),
+            probe,
+        )?;
+    }
     Ok(sums)
 }
 

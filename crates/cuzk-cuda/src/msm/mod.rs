@@ -27,7 +27,8 @@ pub use cuzk_field::{Curve, G1, G2};
 pub(crate) use bases::{upload as upload_bases, MSM_RESERVE};
 pub use bases::{Batching, GpuBases, MsmBases, Points, Residency, Table};
 pub use plan::{
-    batch_affine_from, FirstRound, MsmConfig, Plan, Sort, MAX_WINDOW_BITS, WIDE_WINDOW_BITS, WIDE_WINDOW_FROM,
+    batch_affine_from, FirstRound, MsmConfig, Ones, Plan, Sort, MAX_WINDOW_BITS, WIDE_WINDOW_BITS,
+    WIDE_WINDOW_FROM,
 };
 pub(crate) use workspace::{msm_takes, shelved_bytes, Takes};
 
@@ -119,7 +120,8 @@ pub(crate) fn plan_for<C: Curve>(
     let plan = plan
         .with_first_round(C::ID, config.first_round, config.batch_chains, batch_len)
         .with_sort(config.sort)
-        .with_units(config.units);
+        .with_units(config.units)
+        .with_ones(config.ones);
     Ok((plan, m, batch_len))
 }
 

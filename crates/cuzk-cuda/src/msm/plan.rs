@@ -25,6 +25,8 @@ pub struct MsmConfig {
     /// Which units the products of G1's batched first round ([`FirstRound::BatchAffine`]) use; G2
     /// and the other rounds multiply on the integer units whatever this says.
     pub units: MulUnits,
+    /// Where the points whose scalar is 1 are added.
+    pub ones: Ones,
 }
 
 impl Default for MsmConfig {
@@ -36,6 +38,7 @@ impl Default for MsmConfig {
             batch_chains: None,
             sort: Sort::Binned,
             units: MulUnits::Integer,
+            ones: Ones::Auto,
         }
     }
 }
@@ -91,6 +94,25 @@ pub enum FirstRound {
     BatchAffine,
 }
 
+/// Where the points whose scalar is 1 are added. The sort lists them in one bucket after the sets'
+/// buckets (the ones' bucket), and their sum enters the result once, unweighted. Witnesses are
+/// mostly zeros and ones: with 45% ones, the ones' kernel took 35.3 ms of a 2^27 G1 MSM of 86.7 ms
+/// (H200, docs/benchmarks/cuda-msm.md), 0.59 ns an addition, where the batched round's additions of
+/// the same MSM took 0.30.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ones {
+    /// [`Ones::InRound`] with the batched first round ([`FirstRound::BatchAffine`]), else
+    /// [`Ones::Apart`].
+    #[default]
+    Auto,
+    /// By a kernel of their own before the first round (`G_sum_ones`: a fixed share a thread, each
+    /// point added into an XYZZ accumulator by a mixed addition), its partials then added up.
+    Apart,
+    /// By the first summing round, as one more bucket after the sets' (the later rounds add its
+    /// partials like any bucket's), its sum then taken out of the buckets (`G_bucket_sum`).
+    InRound,
+}
+
 /// Widest window the kernels take.
 pub const MAX_WINDOW_BITS: u32 = 24;
 
@@ -144,6 +166,9 @@ pub struct Plan {
     pub sort: Sort,
     /// Which units the products of G1's batched first round use.
     pub units: MulUnits,
+    /// Where the ones are added ([`Ones::Apart`] or [`Ones::InRound`]: never `Auto` once
+    /// [`Plan::with_ones`] has resolved it).
+    pub ones: Ones,
 }
 
 impl Plan {
@@ -218,6 +243,7 @@ impl Plan {
             batch_chains: None,
             sort: Sort::default(),
             units: MulUnits::Integer,
+            ones: Ones::Apart,
         })
     }
 
@@ -247,6 +273,26 @@ impl Plan {
     /// This plan with G1's batched first round multiplying on `units`.
     pub fn with_units(self, units: MulUnits) -> Self {
         Self { units, ..self }
+    }
+
+    /// This plan with its ones added as `ones` says (`Auto` resolved by the plan's first round, so
+    /// this comes after [`Plan::with_first_round`]).
+    pub fn with_ones(self, ones: Ones) -> Self {
+        let ones = match (ones, self.first_round) {
+            (Ones::Auto, FirstRound::BatchAffine) => Ones::InRound,
+            (Ones::Auto, _) => Ones::Apart,
+            (other, _) => other,
+        };
+        Self { ones, ..self }
+    }
+
+    /// Buckets of the first and later summing rounds: the sets', and the ones' after them when the
+    /// first round adds the ones ([`Ones::InRound`]).
+    pub fn round_buckets(&self) -> u32 {
+        match self.ones {
+            Ones::InRound => self.buckets(),
+            Ones::Auto | Ones::Apart => self.window_buckets(),
+        }
     }
 
     /// The sets' buckets, `sets * 2^(c-1)`; the list of ones follows them as one more bucket.
@@ -322,6 +368,20 @@ mod tests {
             }
         }
         assert!(batch_affine_from(CurveId::G2) <= batch_affine_from(CurveId::G1));
+        // The ones go into the batched round unless told otherwise; the rounds then take their bucket.
+        assert_eq!(p.ones, Ones::Apart);
+        for (round, ones, expected) in [
+            (FirstRound::BatchAffine, Ones::Auto, Ones::InRound),
+            (FirstRound::Xyzz, Ones::Auto, Ones::Apart),
+            (FirstRound::BatchAffine, Ones::Apart, Ones::Apart),
+            (FirstRound::Xyzz, Ones::InRound, Ones::InRound),
+        ] {
+            let q = p.with_first_round(CurveId::G1, round, None, 1 << 20).with_ones(ones);
+            assert_eq!(q.ones, expected, "{round:?} {ones:?}");
+            let round_buckets = if expected == Ones::InRound { q.buckets() } else { q.window_buckets() };
+            assert_eq!(q.round_buckets(), round_buckets);
+        }
+        assert_eq!(MsmConfig::default().ones, Ones::Auto);
         // G1 batches of 2^25 points and more take 20-bit windows; G2's and smaller ones as before.
         for (curve, n, c) in [
             (CurveId::G1, (1 << 25) - 1, 16),

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use cuzk_field::Curve;
 
 use super::buckets;
-use super::plan::{MsmConfig, Plan, Sort};
+use super::plan::{MsmConfig, Ones, Plan, Sort};
 use super::sort;
 use super::Table;
 #[cfg(test)]
@@ -175,10 +175,12 @@ fn sort_takes(plan: &Plan, n: usize) -> Takes {
 fn reduce_takes<C: Curve>(sms: u32, plan: &Plan, points: usize) -> Result<Takes, CudaError> {
     let mut t = Takes::default();
     let takes = &mut t;
-    let buckets = plan.window_buckets() as usize;
+    let buckets = plan.round_buckets() as usize;
     takes.take_serial::<Xyzz<C>>(plan.sets as usize + 1);
-    takes.take_serial::<Xyzz<C>>(plan.ones_threads as usize);
-    buckets::reduce_levels(1, plan.ones_threads, |groups| takes.take_serial::<Xyzz<C>>(groups));
+    if plan.ones != Ones::InRound {
+        takes.take_serial::<Xyzz<C>>(plan.ones_threads as usize);
+        buckets::reduce_levels(1, plan.ones_threads, |groups| takes.take_serial::<Xyzz<C>>(groups));
+    }
     let (pieces, batched) = buckets::first_round::<C>(sms, plan, points)?;
     takes.take::<u32>(buckets);
     takes.take::<u32>(buckets);
