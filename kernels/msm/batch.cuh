@@ -18,9 +18,9 @@
 
 namespace cuzk {
 
-// The first round cuts the windows' entries (the total, known only on the device) into at most
-// `pieces` equal pieces: L entries each, so that every piece has work even when the scalars are
-// sparse.
+// The first round cuts the first `buckets` buckets' entries (the sets', and the ones' when it adds
+// them; the total is known only on the device) into at most `pieces` equal pieces: L entries each,
+// so that every piece has work even when the scalars are sparse.
 __device__ __forceinline__ uint32_t first_piece(const uint32_t* count, const uint32_t* off, uint32_t buckets,
                                                 uint32_t pieces, uint32_t& total) {
     total = off[buckets - 1] + count[buckets - 1];

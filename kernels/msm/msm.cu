@@ -14,14 +14,16 @@
 //   3. msm_scatter: the same digits again, each (base index, sign) written into its bucket's range
 //      (or the same in two passes through a temporary grouped by runs of buckets, msm_scatter_bins and
 //      msm_place, each staging its output in shared memory to write it out in runs);
-//   4. with the XYZZ first round, G_sum_ones adds the points listed as ones, a fixed share per thread
-//      (mixed additions, no bucket machinery), and G_reduce adds its partials into one point; the
-//      batched first round instead takes the ones' bucket as one more bucket after the sets' (its
-//      additions cost about half a mixed one), and G_bucket_sum takes its sum out after step 6;
-//   5. the first summing round (G_sum_affine) cuts the windows' entries into equal pieces of L entries,
-//      one per thread, regardless of bucket boundaries (L from their total, so that sparse scalars
-//      still keep every thread busy): a thread emits one partial sum per bucket its piece touches, at
-//      slot (thread + bucket), so every thread does the same work however uneven the buckets are.
+//   4. the ones, apart (the default with the XYZZ first round): G_sum_ones adds the points listed as
+//      ones, a fixed share per thread (mixed additions, no bucket machinery), and G_reduce adds its
+//      partials into one point; or in the first round (the default with the batched one), which
+//      takes the ones' bucket as one more bucket after the sets' (its additions cost about half a
+//      mixed one), G_bucket_sum taking its sum out after step 6;
+//   5. the first summing round (G_sum_affine) cuts the rounds' entries (the sets' buckets', and the
+//      ones' when it adds them) into equal pieces of L entries, one per thread, regardless of bucket
+//      boundaries (L from their total, so that sparse scalars still keep every thread busy): a thread
+//      emits one partial sum per bucket its piece touches, at slot (thread + bucket), so every thread
+//      does the same work however uneven the buckets are.
 //      msm_flat_counts says where each bucket's partials lie;
 //   6. later rounds (G_sum_xyzz) add a bucket's partials in chunks of at most L' until one is left
 //      (after the batched first round, whose partials are affine, the first by G_sum_partials);
@@ -355,8 +357,9 @@ extern "C" __global__ void msm_flat_counts(const uint32_t* count, const uint32_t
     next_off[b] = first + b;
 }
 
-// First round: thread t sums entries [t L, t L + L) of the windows' sorted (index, sign) entries, as affine
-// bases added into XYZZ accumulators, and writes one partial per bucket it touches to out[t + bucket].
+// First round: thread t sums entries [t L, t L + L) of the first `buckets` buckets' sorted (index,
+// sign) entries, as affine bases added into XYZZ accumulators, and writes one partial per bucket it
+// touches to out[t + bucket].
 // With PREFETCH the next entry's base is loaded while the current one is added (G1: 6% faster at
 // 2^24, for 24 more registers; G2's points do not fit).
 template <class F, bool PREFETCH>
@@ -466,10 +469,11 @@ __device__ __forceinline__ void reduce(const Xyzz<F>* in, uint32_t per, Xyzz<F>*
     if (t == 0) out[g] = lane_sums[0];
 }
 
-// The ones added apart: bucket `key` lists the points whose scalar is 1 (no digits, no signs). Thread t of the grid adds entries t, t + threads, t + 2 threads, ... of it as affine points
-// into one XYZZ accumulator and writes it to out[t]; `reduce` then adds the partials. The stride keeps
-// neighbouring threads on neighbouring entries, and every thread gets the same share however many
-// ones there are (the host launches the grid without knowing).
+// The ones added apart: bucket `key` lists the points whose scalar is 1 (no digits, no signs). Thread t of
+// the grid adds entries t, t + threads, t + 2 threads, ... of it as affine points into one XYZZ accumulator
+// and writes it to out[t]; `reduce` then adds the partials. The stride keeps neighbouring threads on
+// neighbouring entries, and every thread gets the same share however many ones there are (the host launches
+// the grid without knowing).
 template <class F>
 __device__ __forceinline__ void sum_ones(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,
                                          const uint32_t* off, uint32_t key, Xyzz<F>* out) {

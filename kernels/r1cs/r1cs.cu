@@ -2,7 +2,8 @@
 // bitmaps of its zeros and ones, the other values packed in order, and per 64-entry word the number of
 // packed values before it) and is expanded here; a, b, c are then the products of the key's recorded
 // R1CS matrices (compressed sparse rows, coefficients by index into one table) with z, each row checked
-// for a * b = c on the way: the long rows first, a warp each, then the others, a thread each. crates/cuzk-cuda/src/r1cs.rs lays the buffers out.
+// for a * b = c on the way: the long rows first, a warp each, then the others, a thread each.
+// crates/cuzk-cuda/src/r1cs.rs lays the buffers out.
 #include "field/fields.cuh"
 
 using namespace cuzk;

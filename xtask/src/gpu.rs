@@ -115,11 +115,11 @@ const RUN_SH: &str = r##"#!/usr/bin/env bash
 # ntt, msm, prove (all of them when none is given, in that order; the whole run takes longer than one
 # 10-minute call, so a lease runs it in parts), or units / units-porep (not in the default run: the
 # multiplication units side by side, integer, fp64 and mixed, with their tests first; the porep-like
-# 2^27 partition under each), or witness (not in the default run: the sparse products' row split and
-# the ones' two ways, their tests first, then gpu_bench and msm_bench on witness-like scalars), or
-# porep (the porep-like 2^27 partition, about two minutes). Writes gpu-tests.log, bench.md, bench.json,
-# ntt-profile.txt, msm.md, msm.json, prove.json, units.log, units-porep.log, witness.log, porep.log
-# (those of the parts run) and summary.md into OUTDIR; exits non-zero if any test or bench failed. `run.sh --unpack` only unpacks the binaries.
+# 2^27 partition under each), or witness, witness-bench and porep (not in the default run, a call
+# each: the tests of the sparse products' row split and of the ones' two ways; gpu_bench and
+# msm_bench on witness-like scalars; the porep-like 2^27 partition). Writes gpu-tests.log, bench.md,
+# bench.json, ntt-profile.txt, msm.md, msm.json, prove.json, units.log, units-porep.log, witness.log,
+# witness-bench.log, porep.log (those of the parts run) and summary.md into OUTDIR; exits non-zero if any test or bench failed. `run.sh --unpack` only unpacks the binaries.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 for packed in "$here"/*.gz; do
@@ -130,7 +130,7 @@ out=${1:-$PWD/gpu-out}
 shift || true
 parts=" ${*:-tests engine bench ntt msm prove} "
 for p in $parts; do
-  case $p in tests|engine|bench|ntt|msm|prove|units|units-porep|witness|porep) ;;
+  case $p in tests|engine|bench|ntt|msm|prove|units|units-porep|witness|witness-bench|porep) ;;
     *) echo "run.sh: unknown part '$p'" >&2; exit 2 ;;
   esac
 done
@@ -168,12 +168,18 @@ if want witness; then
     "$here/gpu-tests" --test-threads=1 device_evaluation device_check evaluated_on_the_device msm_ones \
       batched_affine_sums || status=1
     "$here/gpu-engine-tests" --test-threads=1 || status=1
+  } > "$out/witness.log" 2>&1
+  cat "$out/witness.log"
+fi
+if want witness-bench; then
+  {
     "$here/gpu_bench" || status=1
     "$here/msm_bench" --sizes 24 --curves g1,g2 --scalars bits --ark-max 0 --ones apart,round || status=1
     "$here/msm_bench" --sizes 27 --curves g1 --scalars bits --ark-max 0 --batches 27 --ones apart,round \
       || status=1
-  } > "$out/witness.log" 2>&1
-  cat "$out/witness.log"
+    "$here/msm_bench" --sizes 16,19 --curves g2 --scalars bits --ark-max 0 --ones apart,round || status=1
+  } > "$out/witness-bench.log" 2>&1
+  cat "$out/witness-bench.log"
 fi
 if want porep; then
   "$here/cuzk" bench --backend cuda --circuit porep-like --witness-only -k 27 -p 1 --repeat 1 \
@@ -184,7 +190,7 @@ fi
   echo "# cuzk GPU run, $(date -u +%Y-%m-%dT%H:%MZ), parts:$parts"
   cat "$out/device.txt"
   [ -e "$out/gpu-tests.log" ] && grep -E "^test result|FAILED|panicked" "$out/gpu-tests.log"
-  for f in units.log units-porep.log witness.log porep.log; do
+  for f in units.log units-porep.log witness.log witness-bench.log porep.log; do
     [ -e "$out/$f" ] && grep -E "^test result|FAILED|panicked|[Ee]rror" "$out/$f"
   done
   for f in bench.md msm.md prove.json; do [ -e "$out/$f" ] && cat "$out/$f"; done

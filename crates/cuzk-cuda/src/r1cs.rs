@@ -2,14 +2,14 @@
 //!
 //! [`GpuShape`] holds the three matrices in compressed sparse rows (32-bit row starts, columns and
 //! coefficient indices), the coefficient table, and per matrix the list of its long rows
-//! ([`RowSplit`]), whose products a warp each computes before a thread a row does the others. A partition then crosses the bus as its compact
-//! assignment ([`CompactWitness`]: the zero and one bitmaps with their ranks, and the values that are
-//! neither): [`CudaBackend::stage_compact`] converts it into pinned staging buffers and copies it on
-//! the copy stream into the partition's own `b` and `c` buffers (the evaluation overwrites them
-//! later), so no device memory is allocated for it. At kernel time the evaluation
-//! ([`cuzk_groth16::Evaluation`]) expands `z` into its buffer and computes `a`, `b`, `c` with every
-//! row checked; the first unsatisfied row comes back with the proof's other results, so a bad witness
-//! is refused without a host pass over the constraints.
+//! ([`RowSplit`]), whose products a warp each computes before a thread a row does the others. A
+//! partition then crosses the bus as its compact assignment ([`CompactWitness`]: the zero and one
+//! bitmaps with their ranks, and the values that are neither): [`CudaBackend::stage_compact`] converts
+//! it into pinned staging buffers and copies it on the copy stream into the partition's own `b` and `c`
+//! buffers (the evaluation overwrites them later), so no device memory is allocated for it. At kernel
+//! time the evaluation ([`cuzk_groth16::Evaluation`]) expands `z` into its buffer and computes `a`,
+//! `b`, `c` with every row checked; the first unsatisfied row comes back with the proof's other
+//! results, so a bad witness is refused without a host pass over the constraints.
 
 use std::sync::Arc;
 
@@ -67,6 +67,10 @@ impl Default for RowSplit {
     }
 }
 
+/// Most entries of a resident matrix: 32-bit row starts, and a warp's lanes stepping 32 entries at a
+/// time past the last without their 32-bit index wrapping.
+const MAX_ENTRIES: u32 = u32::MAX - 32;
+
 /// A recorded R1CS shape resident on one device.
 pub struct GpuShape {
     counts: Counts,
@@ -113,7 +117,8 @@ impl GpuShape {
     }
 
     /// Copies `shape` to `gpu`, its long rows split off by [`RowSplit::DEFAULT`]. Fails when a matrix
-    /// has more entries than 32-bit row starts can count, or when device memory is short.
+    /// has more than 2^32 - 33 entries (32-bit row starts, and a warp's strided index), or when device
+    /// memory is short.
     pub fn upload(gpu: &Gpu, shape: &R1csShape) -> Result<Self, CudaError> {
         Self::upload_with(gpu, shape, RowSplit::DEFAULT)
     }
@@ -134,10 +139,10 @@ impl GpuShape {
             starts.push(0u32);
             for len in m.row_lengths() {
                 at += len as u64;
-                let start = u32::try_from(at).map_err(|_| CudaError::Size {
+                let start = u32::try_from(at).ok().filter(|&s| s <= MAX_ENTRIES).ok_or(CudaError::Size {
                     op: "GpuShape::upload",
                     size: m.entries(),
-                    reason: "a matrix with more than 2^32 - 1 entries",
+                    reason: "a matrix with more than 2^32 - 33 entries",
                 })?;
                 starts.push(start);
             }

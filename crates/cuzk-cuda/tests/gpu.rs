@@ -1169,6 +1169,9 @@ fn assert_device_evaluation_matches<C: ark_relations::gr1cs::ConstraintSynthesiz
     let first_bad = (0..host.counts().constraints).find(|&i| host.a[i] * host.b[i] != host.c[i]);
     let w = cuzk_synth::synthesize_compact(circuit, shape.counts()).unwrap();
     let n = host.counts().domain_size();
+    // Each split's buffers stay held until the end, so the next split takes others: none of them
+    // already holds a row's right value from the split before.
+    let mut held = Vec::new();
     for resident in on_device {
         let name = format!("{name}, {:?}", resident.split());
         let (mut abc, mut z, evaluation) = gpu.stage_compact(resident, &w).unwrap();
@@ -1182,11 +1185,12 @@ fn assert_device_evaluation_matches<C: ark_relations::gr1cs::ConstraintSynthesiz
             padded.resize(n, Fr::zero());
             assert_eq!(gpu.download_poly(poly).unwrap(), padded, "{name}: {what}");
         }
+        held.push((abc, z));
     }
 }
 
 /// `shape` resident on `gpu` once per row split: the default, a thread every row, a warp every row
-/// (even the empty ones) and a warp every row of two entries or more. Each takes the bytes its
+/// of one entry or more and a warp every row of two or more. Each takes the bytes its
 /// estimate said.
 fn resident_splits(
     gpu: &CudaBackend,

@@ -412,7 +412,7 @@ fn batch_cases(rng: &mut StdRng) -> Vec<BatchCase> {
             (0..rng.gen_range(0..5)).map(|_| rng.gen_range(0..n) | (rng.gen_range(0..2u32) << 31)).collect()
         })
         .collect();
-    buckets.push((0..n).filter(|_| rng.gen_range(0..10) != 0).collect());
+    buckets.push((0..n).filter(|&i| i == n - 1 || rng.gen_range(0..10) != 0).collect());
     cases.push(BatchCase { threads: 3, points, buckets });
     cases
 }

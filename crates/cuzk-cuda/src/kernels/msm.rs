@@ -235,9 +235,9 @@ pub(crate) struct SegmentsRef<'a> {
     pub(crate) off: &'a CudaSlice<u32>,
 }
 
-/// `msm_flat_counts`: the first summing round's segments when the first `buckets` buckets' entries
-/// (the sets', and the ones' too when the round adds them) are cut into `pieces` equal runs, one per thread: each thread writes one partial per bucket its
-/// run touches, at slot `thread + bucket`.
+/// `msm_flat_counts`: the first summing round's segments when the first `buckets` buckets' entries (the
+/// sets', and the ones' too when the round adds them) are cut into `pieces` equal runs, one per thread:
+/// each thread writes one partial per bucket its run touches, at slot `thread + bucket`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn flat_counts(
     gpu: &Gpu,
@@ -363,11 +363,11 @@ pub(crate) fn sum_affine<C: Curve>(
     expect_at_least("sum_affine", buckets as usize, sorted.count.len().min(sorted.off.len()))?;
     expect_at_least("sum_affine", pieces as usize + buckets as usize, out.len())?;
     probe.before(gpu, stream)?;
-    // SAFETY: matches `G_sum_affine(const Affine<F>* bases, const uint32_t* entries, const uint32_t* count,
-    // const uint32_t* off, uint32_t buckets, uint32_t pieces, Xyzz<F>* out)`; entries index bases (the
-    // sort put them there from this batch); thread t reads entries below the first `buckets` buckets'
-    // total (within the entries' length) and writes out[t + b] for buckets b < `buckets`, with t < pieces, so below
-    // pieces + buckets <= out.len() (checked).
+    // SAFETY: matches `G_sum_affine(const Affine<F>* bases, const uint32_t* entries, const uint32_t*
+    // count, const uint32_t* off, uint32_t buckets, uint32_t pieces, Xyzz<F>* out)`; entries index
+    // bases (the sort put them there from this batch); thread t reads entries below the first `buckets`
+    // buckets' total (within the entries' length) and writes out[t + b] for buckets b < `buckets`, with
+    // t < pieces, so below pieces + buckets <= out.len() (checked).
     unsafe {
         stream
             .launch_builder(&ck.sum_affine)
@@ -440,10 +440,10 @@ pub(crate) fn sum_batch<C: Curve>(
     // SAFETY: matches `G_sum_batch(const Affine<F>* bases, const uint32_t* entries, const uint32_t*
     // count, const uint32_t* off, uint32_t buckets, uint32_t threads, uint32_t k, Affine<F>* acc, F*
     // prefix, Chain* chains, Affine<F>* out)` with k = chains; entries index bases (the sort put them
-    // there from this batch); chain v < pieces = threads * k uses acc[v], prefix[v]
-    // (batch_prefix_words u64 words each) and the record chains[v] (four u32 words), all checked
-    // above, reads entries below the first `buckets` buckets' total and writes out[v + b] for buckets b < `buckets`,
-    // below pieces + buckets <= out.len() (checked).
+    // there from this batch); chain v < pieces = threads * k uses acc[v], prefix[v] (batch_prefix_words
+    // u64 words each) and the record chains[v] (four u32 words), all checked above, reads entries below
+    // the first `buckets` buckets' total and writes out[v + b] for buckets b < `buckets`, below pieces
+    // + buckets <= out.len() (checked).
     unsafe {
         stream
             .launch_builder(f)

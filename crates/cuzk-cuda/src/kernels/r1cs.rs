@@ -60,9 +60,11 @@ pub fn long_rows(
     probe.before(gpu, stream)?;
     // SAFETY: matches `r1cs_long_rows(Fr* out, const uint32_t* rows, uint32_t count, const uint32_t*
     // starts, columns, coefficients, const Fr* table, const Fr* z)`, in blocks of whole warps and a
-    // warp for each of the n rows. `crate::GpuShape::upload` listed rows below the constraint count
-    // (below out's length, the domain size, and with starts[row + 1] in `starts`, checked above), and
-    // checked that every column is below z's length and every coefficient index below the table's.
+    // warp for each of the n rows. `crate::GpuShape::upload_with` listed rows below the constraint
+    // count (below out's length, the domain size, and with starts[row + 1] in `starts`, checked
+    // above) and kept entries under 2^32 - 32, so the lanes' strided index never wraps; the recorded
+    // shape (`cuzk_synth::R1csShape`) has every column below z's length and every coefficient index
+    // below the table's.
     unsafe {
         stream
             .launch_builder(&kernels.long_rows)
@@ -151,9 +153,8 @@ pub fn evaluate(
     // instance, uint32_t n, uint32_t* bad)`. a, b, c have n elements; `crate::GpuShape::upload` checked
     // that every column is below z's length, every coefficient index below the table's, and that each
     // matrix's row starts (constraints + 1 of them) bound its entries. A row longer than long_row is
-    // only read from a, b or c (written there by `long_rows` before, or stale if the caller skipped
-    // it: wrong values, which the row check and the proof's verification refuse, never an access out
-    // of bounds).
+    // only read from a, b or c, at its own index (written there by `long_rows` before; had the caller
+    // skipped it, a stale value, never an access out of bounds).
     unsafe {
         stream
             .launch_builder(&kernels.evaluate)

@@ -97,7 +97,7 @@ pub enum FirstRound {
 /// Where the points whose scalar is 1 are added. The sort lists them in one bucket after the sets'
 /// buckets (the ones' bucket), and their sum enters the result once, unweighted. Witnesses are
 /// mostly zeros and ones: with 45% ones, the ones' kernel took 35.3 ms of a 2^27 G1 MSM of 86.7 ms
-/// (H200, docs/benchmarks/cuda-msm.md), 0.59 ns an addition, where the batched round's additions of
+/// (H200, docs/benchmarks/cuda-msm.md), 0.58 ns an addition, where the batched round's additions of
 /// the same MSM took 0.30.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Ones {

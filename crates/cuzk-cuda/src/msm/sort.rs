@@ -3,7 +3,8 @@
 //! multiple for the digit's window); a histogram of the digits, its scan into bucket offsets,
 //! and a scatter put the entries in bucket order (directly, or in two passes through a temporary
 //! grouped by runs of buckets: [`Sort`]). Scalars 0 make no entries, scalars 1 one entry in
-//! the extra bucket after the windows' (the ones, summed apart by a batch addition).
+//! the extra bucket after the windows' (the ones: added by the first summing round or apart,
+//! [`super::Ones`]).
 
 use std::sync::Arc;
 
