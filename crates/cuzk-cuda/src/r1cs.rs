@@ -30,8 +30,8 @@ use crate::{kernels, CudaBackend, CudaError, DriverContext, Gpu, GpuFr, GpuPoly}
 /// and the porep-like shape mixes rows of one or two entries with SHA-256's additions of 64 to 256.
 /// Counted on the 2^20 porep-like shape, a thread a row takes 1.07M warp steps (a step: each lane one
 /// entry or none) for 5.57M entries; with the rows of more than 16 entries a warp each, 0.23M (0.15M
-/// for the short rows, 0.08M for the long ones with their warp-wide sums). docs/benchmarks/
-/// gpu-groth16.md has the counts.
+/// for the short rows, 0.08M for the long ones with their warp-wide sums); the counts are in
+/// docs/benchmarks/gpu-groth16.md.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RowSplit {
     /// Every row by one thread.
@@ -126,6 +126,13 @@ impl GpuShape {
     /// Copies `shape` to `gpu` with its rows shared as `split` says (the products are the same every
     /// way; [`RowSplit::Threads`] is the way before the split, for comparison).
     pub fn upload_with(gpu: &Gpu, shape: &R1csShape, split: RowSplit) -> Result<Self, CudaError> {
+        if u32::try_from(shape.counts().constraints).is_err() {
+            return Err(CudaError::Size {
+                op: "GpuShape::upload",
+                size: shape.counts().constraints,
+                reason: "a shape of more than 2^32 - 1 constraints",
+            });
+        }
         let bytes = Self::device_bytes_with(shape, split);
         let (free, _) = gpu.memory()?;
         if bytes > free {
