@@ -312,6 +312,32 @@ mod tests {
     }
 
     #[test]
+    fn ones_in_the_round_take_no_buffers_of_their_own_and_one_more_bucket() {
+        // A batched 2^24 batch: apart, the ones' 2^16 partials (and the reduce's level of 256); in the
+        // round, none, but the rounds' counts and offsets have one more bucket.
+        let n = 1 << 24;
+        let takes = |ones| {
+            let config = MsmConfig { ones, ..MsmConfig::default() };
+            let (plan, _, _) =
+                crate::msm::plan_for::<G1>(n, None, crate::msm::Batching::default(), &config).unwrap();
+            (plan, msm_takes::<G1>(SMS, n, None, false, &config).unwrap())
+        };
+        let ((apart_plan, apart), (round_plan, round)) = (takes(Ones::Apart), takes(Ones::Auto));
+        assert_eq!((apart_plan.ones, round_plan.ones), (Ones::Apart, Ones::InRound));
+        let xyzz = TypeId::of::<Xyzz<G1>>();
+        let ones = apart_plan.ones_threads as usize;
+        assert_eq!(ones, 1 << 16);
+        assert!(apart.shelves.contains_key(&(xyzz, ones)) && !round.shelves.contains_key(&(xyzz, ones)));
+        // The sort's counts have the ones' bucket either way; the rounds' now have it too.
+        let u32s = TypeId::of::<u32>();
+        let buckets = apart_plan.window_buckets() as usize;
+        let count = |t: &Takes, len| t.shelves.get(&(u32s, len)).map_or(0, |s| s.count);
+        assert!(count(&apart, buckets) > 0 && count(&round, buckets) == 0);
+        assert!(count(&round, buckets + 1) > count(&apart, buckets + 1));
+        assert!(round.bytes() < apart.bytes());
+    }
+
+    #[test]
     fn a_wide_untabled_batch_sorts_in_parts_through_a_temporary_of_the_largest() {
         // 2^27 points in one batch take 20-bit windows without a table: 13 sets of 2^19 buckets,
         // sorted in two parts of 7 and 6 sets, so the pairs are 7 x 2^27 (7.5 GB), not 13 x 2^27.
