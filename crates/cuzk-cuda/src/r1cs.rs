@@ -54,10 +54,15 @@ impl RowSplit {
         }
     }
 
+    /// Whether a row of `len` entries is a long one, summed by a warp (as `Csr::row` in r1cs.cu
+    /// decides on the device).
+    fn is_long(self, len: usize) -> bool {
+        len > self.long_row() as usize
+    }
+
     /// The rows of more entries than a thread takes, for rows of `lengths`.
     fn long_rows(self, lengths: impl Iterator<Item = usize>) -> Vec<u32> {
-        let bound = self.long_row() as usize;
-        lengths.enumerate().filter(|&(_, len)| len > bound).map(|(row, _)| row as u32).collect()
+        lengths.enumerate().filter(|&(_, len)| self.is_long(len)).map(|(row, _)| row as u32).collect()
     }
 }
 
@@ -108,10 +113,9 @@ impl GpuShape {
     pub fn device_bytes_with(shape: &R1csShape, split: RowSplit) -> usize {
         let rows = shape.counts().constraints + 1;
         let entries = shape.a().entries() + shape.b().entries() + shape.c().entries();
-        let bound = split.long_row() as usize;
         let long: usize = [shape.a(), shape.b(), shape.c()]
             .iter()
-            .map(|m| m.row_lengths().filter(|&len| len > bound).count())
+            .map(|m| m.row_lengths().filter(|&len| split.is_long(len)).count())
             .sum();
         3 * rows * 4 + entries * 8 + long * 4 + shape.coefficients().len() * std::mem::size_of::<GpuFr>()
     }
