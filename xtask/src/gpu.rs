@@ -166,7 +166,7 @@ fi
 if want witness; then
   {
     "$here/gpu-tests" --test-threads=1 device_evaluation device_check evaluated_on_the_device msm_ones \
-      batched_affine_sums || status=1
+      batched_affine_sums widened_batches || status=1
     "$here/gpu-engine-tests" --test-threads=1 || status=1
   } > "$out/witness.log" 2>&1
   cat "$out/witness.log"

@@ -5,7 +5,7 @@
 use cuzk_field::{Curve, CurveId, G1, G2};
 use cuzk_groth16::PreparedKey;
 
-use crate::msm::{self, Batching, GpuBases, Plan, Table};
+use crate::msm::{self, Batching, GpuBases, Plan, Sort, Table};
 use crate::{CudaBackend, CudaError};
 
 /// Tables [`CudaBackend::precompute_tables`] tries, best first: (window bits, multiples per point,
@@ -113,6 +113,20 @@ fn witness_scalars(msm: &str) -> bool {
 fn widened_window(msm: &str, batch: usize, table: Option<Table>, config: &crate::MsmConfig) -> Option<u32> {
     (witness_scalars(msm) && table.is_none() && config.window_bits.is_none())
         .then(|| Plan::default_window(batch))
+}
+
+/// How the MSMs over the witness sort their digits once [`CudaBackend::widen_batches`] has run:
+/// [`Sort::Direct`], which needs no temporary of (bucket, entry) pairs (8 bytes an entry: 17.2 GB
+/// for one 2^27 batch at 16-bit windows), so the memory goes to fewer batches and tables instead.
+/// On witness scalars the direct scatter writes few entries (a zero none, a one one, in its bucket
+/// by one atomic a warp), where the binned sort's first pass costs it most.
+pub const WITNESS_SORT: Sort = Sort::Direct;
+
+/// The sort an MSM named `msm` takes once widened: [`WITNESS_SORT`] for the MSMs over the witness
+/// without a table, unless the call's config asks for another than the default; `None` (the
+/// config's) otherwise.
+fn widened_sort(msm: &str, table: Option<Table>, config: &crate::MsmConfig) -> Option<Sort> {
+    (witness_scalars(msm) && table.is_none() && config.sort == Sort::default()).then_some(WITNESS_SORT)
 }
 
 /// The shapes of `key`'s five MSMs, in the order of [`precompute_tables`](CudaBackend::precompute_tables):
@@ -254,7 +268,8 @@ impl CudaBackend {
     /// overlap with the sums, and wider default windows for G1 ([`crate::msm::WIDE_WINDOW_FROM`]):
     /// on the H200, G1 2^27 random in one batch at 20 bits 718.8 ms against 839.5 in batches of 2^24;
     /// 2^26 with a table 332.4 against 339.4 (docs/benchmarks/cuda-msm.md). The wider windows are
-    /// for H's random scalars: the MSMs over the witness (A, B, L) keep 16 bits (`widened_window`).
+    /// for H's random scalars: the MSMs over the witness (A, B, L) keep 16 bits (`widened_window`),
+    /// and without a table take [`WITNESS_SORT`] whether or not their batches widen.
     /// The MSMs are served in the order of [`CudaBackend::precompute_tables`]; each takes the fewest
     /// batches whose buffers fit (batches of `ceil(kept / 2^j)` points), or keeps its own. Call it before
     /// [`CudaBackend::reserve_msm_workspace`]. Returns one line per MSM given larger batches.
@@ -263,6 +278,21 @@ impl CudaBackend {
         key: &mut PreparedKey<CudaBackend>,
         keep_free: usize,
     ) -> Result<Vec<BatchReport>, CudaError> {
+        // First the sorts of the MSMs over the witness, so that each MSM's candidates below are
+        // counted beside the others' smaller buffers.
+        let config = self.msm_config();
+        let sort_of = |msm: &'static str, table: Option<Table>| widened_sort(msm, table, &config);
+        serve(
+            key,
+            |msm, bases, _| {
+                bases.set_sort(sort_of(msm, bases.table()));
+                Ok(None::<()>)
+            },
+            |msm, bases, _| {
+                bases.set_sort(sort_of(msm, bases.table()));
+                Ok(None)
+            },
+        )?;
         serve(
             key,
             |msm, bases, slot| self.widen_one::<G1>(msm, bases, slot, keep_free),
@@ -290,8 +320,8 @@ impl CudaBackend {
         let (free, _) = self.gpu().memory()?;
         let candidates = (0..usize::BITS).map(|j| kept.div_ceil(1 << j)).take_while(|&b| b > now);
         for batch in candidates {
-            let batching =
-                Batching { batch: Some(batch), window: widened_window(msm, batch, bases.table(), &config) };
+            let window = widened_window(msm, batch, bases.table(), &config);
+            let batching = Batching { batch: Some(batch), window, sort: shapes[index].batching.sort };
             let mut with = *shapes;
             with[index].batching = batching;
             let workspace = match self.workspace_for(&with) {
@@ -332,9 +362,34 @@ mod tests {
         let fixed = MsmConfig { window_bits: Some(18), ..config };
         assert_eq!(widened_window("l", 1 << 27, None, &fixed), None);
         // The plans the widened MSMs run with: H at 20 bits, L at 16, both in one batch of 2^27.
-        let one = |window| Batching { batch: Some(1 << 27), window };
+        let one = |window| Batching { batch: Some(1 << 27), window, sort: None };
         let (h, _, h_len) = msm::plan_for::<G1>(1 << 27, None, one(None), &config).unwrap();
         let (l, _, l_len) = msm::plan_for::<G1>(1 << 27, None, one(Some(16)), &config).unwrap();
         assert_eq!((h.c, h_len, l.c, l_len), (20, 1 << 27, 16, 1 << 27));
+    }
+
+    #[test]
+    fn witness_msms_sort_without_the_pairs_and_h_keeps_the_configs_sort() {
+        let config = MsmConfig::default();
+        for msm in ["a", "b_g1", "l", "b_g2"] {
+            assert_eq!(widened_sort(msm, None, &config), Some(WITNESS_SORT), "{msm}");
+        }
+        assert_eq!(widened_sort("h", None, &config), None);
+        // A table's MSM and a sort the config asks for keep theirs.
+        let table = Some(Table { window_bits: 20, multiples: 13 });
+        assert_eq!(widened_sort("a", table, &config), None);
+        let other = if Sort::default() == Sort::Direct { Sort::Binned } else { Sort::Direct };
+        assert_eq!(widened_sort("a", None, &MsmConfig { sort: other, ..config }), None);
+        // One 2^27 batch at 16 bits: the direct sort's count lacks the binned sort's temporary of
+        // pairs, 8 bytes for each of the 16 windows' entries of every point.
+        let bytes = |sort| {
+            let batching = Batching { batch: Some(1 << 27), window: Some(16), sort: Some(sort) };
+            let takes = msm::msm_takes::<G1>(132, 1 << 27, None, false, &batching.over(&config)).unwrap();
+            msm::shelved_bytes([&takes])
+        };
+        let (binned, direct) = (bytes(Sort::Binned), bytes(Sort::Direct));
+        let pairs = (8 * 16) << 27;
+        assert!(binned - direct >= pairs, "binned {binned} bytes, direct {direct}");
+        assert!(binned - direct <= pairs + (64 << 20), "binned {binned} bytes, direct {direct}");
     }
 }

@@ -924,6 +924,14 @@ fn widened_batches_fit_the_memory_given_and_proofs_stay_equal() {
     }
     assert!(!reports.is_empty());
     eprintln!("{}", reports.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("; "));
+    // The MSMs over the witness sort without the temporary of pairs (the proofs below run with it);
+    // H keeps the config's sort.
+    let [a, b_g1, l, h] = key.g1_bases();
+    for (msm, bases) in [("a", a), ("b_g1", b_g1), ("l", l)] {
+        assert_eq!(bases.batching().sort, Some(cuzk_cuda::WITNESS_SORT), "{msm}");
+    }
+    assert_eq!(key.g2_bases().batching().sort, Some(cuzk_cuda::WITNESS_SORT), "b_g2");
+    assert_eq!(h.batching().sort, None, "h");
     // The reserve again: the MSMs' claims of their batches of 256 give way to those of one batch,
     // so the shelves hold no more than the count of one batch each.
     let wide = gpu.msm_workspace_estimate(&key).unwrap();

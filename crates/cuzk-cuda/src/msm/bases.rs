@@ -68,7 +68,7 @@ pub struct GpuBases<C: Curve> {
     claim: Mutex<Option<Claim>>,
 }
 
-/// The batch size and window width chosen for one MSM's bases, over the backend-wide
+/// The batch size, window width and sort chosen for one MSM's bases, over the backend-wide
 /// [`crate::MsmConfig`]: `None` leaves each to it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Batching {
@@ -76,14 +76,17 @@ pub struct Batching {
     pub batch: Option<usize>,
     /// Window width of batches without a table (a table fixes its own).
     pub window: Option<u32>,
+    /// How a batch's digits are sorted into buckets.
+    pub sort: Option<super::Sort>,
 }
 
 impl Batching {
-    /// `config` with these choices over its batch size and window width.
+    /// `config` with these choices over its batch size, window width and sort.
     pub fn over(self, config: &crate::MsmConfig) -> crate::MsmConfig {
         crate::MsmConfig {
             batch: self.batch.unwrap_or(config.batch),
             window_bits: self.window.or(config.window_bits),
+            sort: self.sort.unwrap_or(config.sort),
             ..*config
         }
     }
@@ -150,7 +153,13 @@ impl<C: Curve> GpuBases<C> {
         Ok(())
     }
 
-    /// The batch size and window width chosen for these bases.
+    /// Sets the sort of MSMs on these bases, over the [`crate::MsmConfig::sort`] of the call (`None`
+    /// goes back to that).
+    pub fn set_sort(&mut self, sort: Option<super::Sort>) {
+        self.batching.sort = sort;
+    }
+
+    /// The batch size, window width and sort chosen for these bases.
     pub fn batching(&self) -> Batching {
         self.batching
     }
