@@ -392,4 +392,36 @@ mod tests {
         assert!(binned - direct >= pairs, "binned {binned} bytes, direct {direct}");
         assert!(binned - direct <= pairs + (64 << 20), "binned {binned} bytes, direct {direct}");
     }
+
+    #[test]
+    fn a_2_27_porep_like_keys_msms_fit_in_one_batch_each_in_half_the_binned_sorts_memory() {
+        // Kept points as in the porep-like key: H all but one, L all but the public inputs, A 86% of
+        // the variables, B 44% (in G1 and G2).
+        let config = MsmConfig::default();
+        let n = 1usize << 27;
+        let msms = [("h", n - 1, false), ("l", n - 2, false), ("b_g2", n / 100 * 44, true)];
+        let msms = msms.into_iter().chain([("a", n / 100 * 86, false), ("b_g1", n / 100 * 44, false)]);
+        let count = |witness_sort: Option<Sort>| {
+            let takes: Vec<_> = msms
+                .clone()
+                .map(|(msm, points, g2)| {
+                    let window = widened_window(msm, n, None, &config);
+                    let sort = witness_sort.filter(|_| witness_scalars(msm));
+                    let over = Batching { batch: Some(n), window, sort }.over(&config);
+                    if g2 {
+                        msm::msm_takes::<G2>(132, points, None, false, &over).unwrap()
+                    } else {
+                        msm::msm_takes::<G1>(132, points, None, false, &over).unwrap()
+                    }
+                })
+                .collect();
+            msm::shelved_bytes(&takes)
+        };
+        let (binned, direct) = (count(None), count(Some(WITNESS_SORT)));
+        eprintln!("one batch each: binned {binned} bytes, witness sort {direct}");
+        // H, L and A share two buffers of 2^31 entries (17.2 GB), B's two of 2^30; the pairs are
+        // H's alone (7 of its 13 windows at a time).
+        assert!(direct < 48 << 30, "{direct}");
+        assert!(direct < binned / 10 * 6, "binned {binned}, witness sort {direct}");
+    }
 }

@@ -88,11 +88,21 @@ pub(crate) fn check_batch(n: usize, plan: &Plan) -> Result<(), CudaError> {
 }
 
 /// Length of the entries buffer for a batch of `n` points and `windows` windows: room for one entry
-/// per window and point, rounded up to a sixteenth of the next power of two or finer, so that the
-/// MSMs of a key whose kept points differ by a few (A, B, L and H of a circuit) share one shelf of
-/// these, the largest of their buffers (13 x 2^24 entries take 872 MB, a key's reserve two per
-/// shelf), instead of each keeping its own.
+/// per window and point, rounded up to a multiple of a quarter of the next power of two (less than
+/// half as much again), so that the MSMs of a key share one shelf of these where their entries
+/// differ by less than that, instead of each keeping its own (a key's reserve keeps two a shelf).
+/// A 2^27-row porep-like key's H (13 windows of 2^27 - 1 points), L (16 of 2^27 - 2) and A (16 of
+/// 86% of 2^27) all round to 2^31 entries: two buffers of 8.6 GB for the three, not six.
 pub(crate) fn entries_len(windows: u32, n: usize) -> usize {
+    let exact = windows as usize * n;
+    exact.next_multiple_of((exact.next_power_of_two() >> 2).max(1))
+}
+
+/// Length of the binned sort's temporary of pairs for `n` points and `windows` windows (one part):
+/// rounded up to a thirty-second of the next power of two or finer, so that nearly equal batches
+/// share it. Only the sort's stream uses it, one buffer a length: the coarser rounding of
+/// [`entries_len`] would only add to it.
+pub(crate) fn pairs_len(windows: u32, n: usize) -> usize {
     let exact = windows as usize * n;
     exact.next_multiple_of((exact.next_power_of_two() >> 5).max(1))
 }
@@ -131,7 +141,7 @@ pub(crate) fn sort(
             let parts = k::SortPart::of(digits);
             let mut bin_cursor = gpu.scratch().take::<u32>(stream, k::SortPart::most_bins(&parts) + 1)?;
             // Only this stream uses the pairs: one buffer per size is enough.
-            let mut pairs = gpu.scratch().take_serial::<u64>(stream, entries_len(parts[0].windows, n))?;
+            let mut pairs = gpu.scratch().take_serial::<u64>(stream, pairs_len(parts[0].windows, n))?;
             let mut cursor = gpu.scratch().take::<u32>(stream, buckets)?;
             stream.memcpy_dtod(&*off, &mut *cursor).during("copying bucket offsets")?;
             for part in parts {

@@ -164,7 +164,7 @@ fn sort_takes(plan: &Plan, n: usize) -> Takes {
         Sort::Binned => {
             let parts = SortPart::of(plan.digits());
             takes.take::<u32>(SortPart::most_bins(&parts) + 1);
-            takes.take_serial::<u64>(sort::entries_len(parts[0].windows, n));
+            takes.take_serial::<u64>(sort::pairs_len(parts[0].windows, n));
             takes.take::<u32>(buckets);
         }
     }
@@ -216,17 +216,27 @@ mod tests {
     const SMS: u32 = 132;
 
     #[test]
-    fn entries_of_nearly_equal_batches_share_a_shelf_and_waste_at_most_a_sixteenth() {
+    fn entries_of_a_keys_msms_share_a_shelf_and_waste_less_than_half() {
         for windows in [1u32, 13, 16, 43] {
             for n in (1..5000usize).chain([(1 << 24) - 7, 1 << 24, (1 << 24) + 1, 3 << 22]) {
                 let (exact, len) = (windows as usize * n, sort::entries_len(windows, n));
-                assert!(exact <= len && len <= exact + exact / 16, "{windows} x {n}: {len}");
+                assert!(exact <= len && len < exact + exact.div_ceil(2), "{windows} x {n}: {len}");
+                // The pairs are rounded finer: nearly equal batches share them.
+                let pairs = sort::pairs_len(windows, n);
+                assert!(exact <= pairs && pairs <= exact + exact / 16, "{windows} x {n}: {pairs}");
             }
         }
         // A, B, L and H of a 2^24-row key keep a few points fewer than 2^24, or all of them.
         let full = sort::entries_len(13, 1 << 24);
-        assert_eq!(full, 13 << 24);
+        assert_eq!(full, 16 << 24);
         assert!([1, 5, 1000].iter().all(|d| sort::entries_len(13, (1 << 24) - d) == full));
+        // A 2^27-row porep-like key: H at 20-bit windows, L and A (86% of the variables) at 16 share
+        // one length; B (44%) takes half of it.
+        let n = 1usize << 27;
+        for (windows, points) in [(13, n - 1), (16, n - 2), (16, n / 100 * 86)] {
+            assert_eq!(sort::entries_len(windows, points), 1 << 31, "{windows} x {points}");
+        }
+        assert_eq!(sort::entries_len(16, n / 100 * 44), 1 << 30);
     }
 
     #[test]
@@ -260,10 +270,10 @@ mod tests {
         let table = Some(Table { window_bits: 20, multiples: 13 });
         let g1 = msm_takes::<G1>(SMS, 1 << 24, table, false, &config).unwrap();
         let g2 = msm_takes::<G2>(SMS, 1 << 24, table, false, &config).unwrap();
-        // Per MSM: 13 x 2^24 entries (872 MB) and the binned sort's pairs, the batched round's chains (G1: 132 x 4 x 128 threads
+        // Per MSM: 13 x 2^24 entries (872 MB, in a buffer of 16 x 2^24) and the binned sort's pairs, the batched round's chains (G1: 132 x 4 x 128 threads
         // of 128 chains; G2: 132 x 2 x 128 threads of 128) with their affine accumulators and
         // partials, prefix products and records, and the later rounds' partials.
-        let (entries, pairs) = (13usize << 26, 13usize << 27);
+        let (entries, pairs) = (16usize << 26, 13usize << 27);
         let chains_g1 = 132 * 4 * 128 * 128;
         let affine1 = std::mem::size_of::<GpuAffine<G1>>();
         let least = entries + pairs + chains_g1 * (2 * affine1 + 48 + 16);
@@ -350,8 +360,8 @@ mod tests {
             .map(|(&(_, len), _)| len)
             .filter(|&len| len >= 1 << 27)
             .collect();
-        assert_eq!(pairs, [sort::entries_len(7, 1 << 27)]);
-        assert_eq!(sort::entries_len(7, 1 << 27), 7 << 27);
+        assert_eq!(pairs, [sort::pairs_len(7, 1 << 27)]);
+        assert_eq!(sort::pairs_len(7, 1 << 27), 7 << 27);
         // At 16 bits (batches of 2^24) one part takes all 16 windows, as before.
         let t = msm_takes::<G1>(SMS, 1 << 24, None, false, &MsmConfig::default()).unwrap();
         assert!(t.shelves.keys().any(|&(ty, len)| ty == TypeId::of::<u64>() && len == 16 << 24));
