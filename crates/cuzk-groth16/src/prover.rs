@@ -395,16 +395,12 @@ fn prove_assignment<B: DeviceBackend>(
         }
     };
     // Each MSM is issued (timed on the device) and finished afterwards, so a device backend queues
-    // the next MSMs' kernels before the host combines the previous ones' window sums.
-    let ((h_acc, l_acc), (a_acc, (b1_acc, b2_acc))) = join(
+    // the next MSMs' kernels before the host combines the previous ones' window sums. Those over the
+    // witness go first (A, B, L; in this order when issued one after the other): their scalars are
+    // ready before the witness map has run, so a device backend can sort them while the witness map
+    // runs, and sort H's (the quotient's coefficients, known only after it) while it sums theirs.
+    let ((a_acc, (b1_acc, b2_acc)), (l_acc, h_acc)) = join(
         par,
-        || {
-            join(
-                par,
-                || issue::<B, G1>(backend, &key.h, MsmScalars::Poly { poly: &h, offset: 0, len: h_len }),
-                || issue::<B, G1>(backend, &key.l, w_scalars),
-            )
-        },
         || {
             join(
                 par,
@@ -425,11 +421,19 @@ fn prove_assignment<B: DeviceBackend>(
                 },
             )
         },
+        || {
+            join(
+                par,
+                || issue::<B, G1>(backend, &key.l, w_scalars),
+                || issue::<B, G1>(backend, &key.h, MsmScalars::Poly { poly: &h, offset: 0, len: h_len }),
+            )
+        },
     );
     let (h_acc, l_acc, a_acc, b1_acc, b2_acc) = (h_acc?, l_acc?, a_acc?, b1_acc?, b2_acc?);
     queued();
-    let (h_acc, l_acc, a_acc, b1_acc, b2_acc) =
-        (finish(h_acc)?, finish(l_acc)?, finish(a_acc)?, finish(b1_acc)?, finish(b2_acc)?);
+    // Collected in the order issued: the host combines each MSM's window sums while later ones run.
+    let (a_acc, b1_acc, b2_acc, l_acc, h_acc) =
+        (finish(a_acc)?, finish(b1_acc)?, finish(b2_acc)?, finish(l_acc)?, finish(h_acc)?);
     host_spans.push((Stage::Msms, msm_start, Instant::now()));
     drop(h);
     drop(z_copy);
