@@ -122,11 +122,21 @@ fn widened_window(msm: &str, batch: usize, table: Option<Table>, config: &crate:
 /// by one atomic a warp), where the binned sort's first pass costs it most.
 pub const WITNESS_SORT: Sort = Sort::Direct;
 
-/// The sort an MSM named `msm` takes once widened: [`WITNESS_SORT`] for the MSMs over the witness
-/// without a table, unless the call's config asks for another than the default; `None` (the
-/// config's) otherwise.
+/// The sort [`CudaBackend::widen_batches`] gives an MSM named `msm`, whether or not it widens its
+/// batches: [`WITNESS_SORT`] for the MSMs over the witness without a table, unless the call's config
+/// asks for another than the default; `None` (the config's) otherwise.
 fn widened_sort(msm: &str, table: Option<Table>, config: &crate::MsmConfig) -> Option<Sort> {
     (witness_scalars(msm) && table.is_none() && config.sort == Sort::default()).then_some(WITNESS_SORT)
+}
+
+/// Sets [`widened_sort`] on `bases`, the MSM named `msm` (for [`serve`]: it reports nothing).
+fn set_widened_sort<C: Curve>(
+    msm: &'static str,
+    bases: &mut GpuBases<C>,
+    config: &crate::MsmConfig,
+) -> Result<Option<()>, CudaError> {
+    bases.set_sort(widened_sort(msm, bases.table(), config));
+    Ok(None)
 }
 
 /// The shapes of `key`'s five MSMs, in the order of [`precompute_tables`](CudaBackend::precompute_tables):
@@ -281,17 +291,10 @@ impl CudaBackend {
         // First the sorts of the MSMs over the witness, so that each MSM's candidates below are
         // counted beside the others' smaller buffers.
         let config = self.msm_config();
-        let sort_of = |msm: &'static str, table: Option<Table>| widened_sort(msm, table, &config);
         serve(
             key,
-            |msm, bases, _| {
-                bases.set_sort(sort_of(msm, bases.table()));
-                Ok(None::<()>)
-            },
-            |msm, bases, _| {
-                bases.set_sort(sort_of(msm, bases.table()));
-                Ok(None)
-            },
+            |msm, bases, _| set_widened_sort::<G1>(msm, bases, &config),
+            |msm, bases, _| set_widened_sort::<G2>(msm, bases, &config),
         )?;
         serve(
             key,

@@ -94,8 +94,7 @@ pub(crate) fn check_batch(n: usize, plan: &Plan) -> Result<(), CudaError> {
 /// A 2^27-row porep-like key's H (13 windows of 2^27 - 1 points), L (16 of 2^27 - 2) and A (16 of
 /// 86% of 2^27) all round to 2^31 entries: two buffers of 8.6 GB for the three, not six.
 pub(crate) fn entries_len(windows: u32, n: usize) -> usize {
-    let exact = windows as usize * n;
-    exact.next_multiple_of((exact.next_power_of_two() >> 2).max(1))
+    round_up(windows as usize * n, 2)
 }
 
 /// Length of the binned sort's temporary of pairs for `n` points and `windows` windows (one part):
@@ -103,8 +102,12 @@ pub(crate) fn entries_len(windows: u32, n: usize) -> usize {
 /// share it. Only the sort's stream uses it, one buffer a length: the coarser rounding of
 /// [`entries_len`] would only add to it.
 pub(crate) fn pairs_len(windows: u32, n: usize) -> usize {
-    let exact = windows as usize * n;
-    exact.next_multiple_of((exact.next_power_of_two() >> 5).max(1))
+    round_up(windows as usize * n, 5)
+}
+
+/// `exact` rounded up to a multiple of the next power of two over `2^shift`.
+fn round_up(exact: usize, shift: u32) -> usize {
+    exact.next_multiple_of((exact.next_power_of_two() >> shift).max(1))
 }
 
 /// Digits, counts, scan and scatter of one batch of `n` points on `stream`. `scalars` is the batch's
