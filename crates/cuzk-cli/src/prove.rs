@@ -278,15 +278,10 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
             (_, false) => engine.load_key(engine_pk)?,
         }
     };
+    let key_on_device = key_on_device(&key);
     if !w.json {
-        for (device, t) in key.msm_tables() {
-            eprintln!("note: GPU {device}: {t}");
-        }
-        for (device, b) in key.msm_batches() {
-            eprintln!("note: GPU {device}: {b}");
-        }
-        for m in key.device_memory() {
-            eprintln!("note: {m}");
+        for line in &key_on_device {
+            eprintln!("note: {line}");
         }
     }
     let randomness: Vec<(Fr, Fr)> =
@@ -429,7 +424,17 @@ fn run(w: &Workload, repeat: Option<usize>, baseline: bool) -> Result<Output, Cm
         // Nothing checked is no claim either way.
         equal_to_closed_form: closed_form.and_then(|(ok, checked)| (checked > 0).then_some(ok)),
         closed_form_checked: closed_form.map(|(_, n)| n),
+        key_on_device,
     })
+}
+
+/// How the key sits on each GPU, one sentence a line: its MSMs' tables, their batches where wider
+/// than the backend's, and its memory (none on the CPU).
+fn key_on_device(key: &cuzk::Key) -> Vec<String> {
+    let tables = key.msm_tables().into_iter().map(|(device, t)| format!("GPU {device}: {t}"));
+    let batches = key.msm_batches().into_iter().map(|(device, b)| format!("GPU {device}: {b}"));
+    let memory = key.device_memory().into_iter().map(|m| m.to_string());
+    tables.chain(batches).chain(memory).collect()
 }
 
 #[cfg(test)]

@@ -334,6 +334,9 @@ pub(crate) struct Output {
     pub(crate) equal_to_closed_form: Option<bool>,
     /// With a timing key: how many partitions were checked (all, or the `--check-sample`).
     pub(crate) closed_form_checked: Option<usize>,
+    /// How the key sat on each GPU: its MSM tables, widened batches and memory, one sentence each
+    /// (printed as notes without --json).
+    pub(crate) key_on_device: Vec<String>,
 }
 
 /// The report as a table.
