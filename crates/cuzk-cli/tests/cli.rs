@@ -42,6 +42,7 @@ fn bench_runs_ark_groth16_side_by_side_and_proofs_are_identical() {
     let v = json(&cuzk(&["bench", "-k", "6", "-p", "2", "--repeat", "2", "--json"]));
     assert_eq!(v["command"], "bench");
     assert_eq!(v["identical_to_arkworks"], true);
+    assert_eq!(v["key_on_device"], serde_json::json!([]), "a CPU key sits on no GPU");
     // Both sides repeated the same number of times, summarised by one rule: the median of two runs is
     // their mean, between the two.
     for side in [&v["wall"], &v["arkworks"]["wall"], &v["arkworks"]["prove"]] {
