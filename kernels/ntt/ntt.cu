@@ -5,7 +5,9 @@
 // reversed in, natural out) or in frequency (natural in, bit-reversed out), a bit-reversal permutation
 // that can scale by powers on the way, and elementwise scaling; crates/cuzk-cuda/src/ntt.rs composes
 // them, and the witness map chains them so that only its last step permutes, turning from each
-// interpolation to its coset evaluation in one kernel (ntt_pass_turn).
+// interpolation to its coset evaluation in one kernel (ntt_pass_turn). Only a and b are evaluated on
+// the coset: c's coefficients are subtracted after the coset interpolation of a * b, by that last
+// step (ntt_bit_reverse_minus).
 #include "field/fields.cuh"
 
 using namespace cuzk;
@@ -65,15 +67,33 @@ extern "C" __global__ void ntt_bit_reverse(Fr* x, uint32_t log_n, Fr c, const Fr
     if (j != i) x[j] = xi * factor(c, lo, hi, lo_bits, powers, by_source ? i : j);
 }
 
+// The witness map's last step: the in-place bit reversal of x that also subtracts a second vector held
+// in the same bit-reversed order, x[k] = (x[rev(k)] * s^k - sub[rev(k)]) * c for every k (s from its
+// two-level power table); sub is left as it was.
+extern "C" __global__ void ntt_bit_reverse_minus(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr* lo,
+                                                 const Fr* hi, uint32_t lo_bits) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (1u << log_n)) return;
+    const uint32_t j = bit_reverse(i, log_n);
+    if (j < i) return;
+    const Fr xi = x[i], xj = x[j], si = sub[i], sj = sub[j];
+    x[i] = (xj * power(lo, hi, lo_bits, i) - sj) * c;
+    if (j != i) x[j] = (xi * power(lo, hi, lo_bits, j) - si) * c;
+}
+
 // The bit-reversal permutation (with the same optional scaling as ntt_bit_reverse) for log_n >= 8, by
 // tiles: write i = (a, m, b) with a and b of 4 bits, so that rev(i) = (rev(b), rev(m), rev(a)). Block m
 // (m <= rev(m)) loads the 16 x 16 elements of middle index m and those of rev(m), runs of 16 consecutive
-// elements, and writes each tile transposed into the other's place, again in runs of 16.
+// elements, and writes each tile transposed into the other's place, again in runs of 16. With MINUS
+// (ntt_bit_reverse_minus_tiled) it also loads sub's tiles and writes (x * s^i - sub) * c at
+// destination i, as ntt_bit_reverse_minus does.
 constexpr uint32_t TILE = 16, TILE_LOG = 4, TILE_PAD = TILE + 1;
 
-extern "C" __global__ void ntt_bit_reverse_tiled(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
-                                                 uint32_t lo_bits, uint32_t powers, uint32_t scale) {
-    __shared__ Fr tile[2][TILE * TILE_PAD];
+template <bool MINUS>
+__device__ __forceinline__ void bit_reverse_tiled(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr* lo,
+                                                  const Fr* hi, uint32_t lo_bits, uint32_t powers, uint32_t scale) {
+    // Tiles 0 and 1 hold x's two tiles, 2 and 3 sub's.
+    __shared__ Fr tile[MINUS ? 4 : 2][TILE * TILE_PAD];
     const uint32_t mid_bits = log_n - 2 * TILE_LOG;
     const uint32_t m = blockIdx.x, mr = bit_reverse(m, mid_bits);
     if (mr < m) return;
@@ -85,8 +105,9 @@ extern "C" __global__ void ntt_bit_reverse_tiled(Fr* x, uint32_t log_n, Fr c, co
         for (int q = 0; q < 2; q++) {
             const uint32_t i = (a << a_shift) | (mids[q] << TILE_LOG) | b;
             Fr v = x[i];
-            if (scale == 1) v = v * factor(c, lo, hi, lo_bits, powers, i);
+            if (!MINUS && scale == 1) v = v * factor(c, lo, hi, lo_bits, powers, i);
             tile[q][a * TILE_PAD + b] = v;
+            if (MINUS) tile[2 + q][a * TILE_PAD + b] = sub[i];
         }
     }
     __syncthreads();
@@ -99,10 +120,24 @@ extern "C" __global__ void ntt_bit_reverse_tiled(Fr* x, uint32_t log_n, Fr c, co
             if (q == 1 && mr == m) break;
             const uint32_t i = (a2 << a_shift) | (mids[1 - q] << TILE_LOG) | b2;
             Fr v = tile[q][src];
-            if (scale == 2) v = v * factor(c, lo, hi, lo_bits, powers, i);
+            if (MINUS) {
+                v = (v * power(lo, hi, lo_bits, i) - tile[2 + q][src]) * c;
+            } else if (scale == 2) {
+                v = v * factor(c, lo, hi, lo_bits, powers, i);
+            }
             x[i] = v;
         }
     }
+}
+
+extern "C" __global__ void ntt_bit_reverse_tiled(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
+                                                 uint32_t lo_bits, uint32_t powers, uint32_t scale) {
+    bit_reverse_tiled<false>(x, nullptr, log_n, c, lo, hi, lo_bits, powers, scale);
+}
+
+extern "C" __global__ void ntt_bit_reverse_minus_tiled(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr* lo,
+                                                       const Fr* hi, uint32_t lo_bits) {
+    bit_reverse_tiled<true>(x, sub, log_n, c, lo, hi, lo_bits, 1, 2);
 }
 
 // Field elements in shared memory as two arrays of 16-byte halves. Threads of a warp that read
@@ -273,8 +308,15 @@ extern "C" __global__ void ntt_scale(Fr* x, uint32_t n, Fr c, const Fr* lo, cons
     x[i] = x[i] * f;
 }
 
-// The witness map's quotient step on the coset: a[i] = (a[i] * b[i] - c[i]) * z_inv, without the last
-// multiplication when z_inv is 1 (the witness map folds it into its final scaling).
+// a[i] *= b[i]: the witness map's product on the coset (its subtraction of c comes after the coset
+// interpolation, in ntt_bit_reverse_minus).
+extern "C" __global__ void ntt_mul(Fr* a, const Fr* b, uint32_t n) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] = a[i] * b[i];
+}
+
+// The quotient step on the coset of the plain witness map (PolyBackend::quotient): a[i] = (a[i] * b[i] -
+// c[i]) * z_inv, without the last multiplication when z_inv is 1.
 extern "C" __global__ void quotient(Fr* a, const Fr* b, const Fr* c, Fr z_inv, uint32_t n) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;

@@ -236,7 +236,7 @@ fn witness_map_rows(b: &CudaBackend, rows: &mut Vec<Row>, log_n: u32) -> Result<
         size: n,
         reason: leak(e.to_string()),
     };
-    // Device-resident: the three vectors already on the GPU, then 7 NTTs and the quotient step.
+    // Device-resident: the three vectors already on the GPU, then the witness map's transforms.
     let mut polys = [b.upload_poly(&va, n)?, b.upload_poly(&vb, n)?, b.upload_poly(&vc, n)?];
     let z_inv = Fr::from(5u64);
     let resident = time_gpu(b, 5, || {
@@ -251,7 +251,7 @@ fn witness_map_rows(b: &CudaBackend, rows: &mut Vec<Row>, log_n: u32) -> Result<
         let _ = witness_map_from_evaluations(&CpuBackend, &va, &vb, &vc, n);
     });
     rows.push(Row {
-        what: "witness map (7 NTTs + quotient), device-resident".into(),
+        what: "witness map (6 NTTs), device-resident".into(),
         size: format!("2^{log_n}"),
         gpu_ms: resident,
         cpu_ms: Some(cpu),

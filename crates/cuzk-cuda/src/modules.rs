@@ -52,6 +52,10 @@ pub(crate) struct NttKernels {
     pub(crate) fill_powers: CudaFunction,
     pub(crate) bit_reverse: CudaFunction,
     pub(crate) bit_reverse_tiled: CudaFunction,
+    /// The witness map's last step, a bit reversal that subtracts c's coefficients (by element, and
+    /// by tiles from 2^8 up).
+    pub(crate) bit_reverse_minus: CudaFunction,
+    pub(crate) bit_reverse_minus_tiled: CudaFunction,
     /// `ntt_pass` by each [`MulUnits`](crate::kernels::MulUnits), in its order.
     pub(crate) pass: [CudaFunction; 3],
     /// The witness map's fused last inverse pass, coset scaling and first forward pass, by each
@@ -59,6 +63,8 @@ pub(crate) struct NttKernels {
     pub(crate) pass_turn: [CudaFunction; 3],
     pub(crate) scale: CudaFunction,
     pub(crate) quotient: CudaFunction,
+    /// The witness map's product on the coset, `a[i] *= b[i]`.
+    pub(crate) mul: CudaFunction,
 }
 
 impl NttKernels {
@@ -82,10 +88,13 @@ impl NttKernels {
             fill_powers: function(&m, "ntt_fill_powers")?,
             bit_reverse: function(&m, "ntt_bit_reverse")?,
             bit_reverse_tiled: function(&m, "ntt_bit_reverse_tiled")?,
+            bit_reverse_minus: function(&m, "ntt_bit_reverse_minus")?,
+            bit_reverse_minus_tiled: function(&m, "ntt_bit_reverse_minus_tiled")?,
             pass,
             pass_turn,
             scale: function(&m, "ntt_scale")?,
             quotient: function(&m, "quotient")?,
+            mul: function(&m, "ntt_mul")?,
         })
     }
 }

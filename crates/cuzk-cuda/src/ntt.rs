@@ -6,7 +6,7 @@
 //! reversal that scales by `1/n` (times `g^-i` for a coset) on the way.
 //!
 //! [`witness_map`] chains the two decimations so that the bit-reversed intermediate results are
-//! never permuted: of its seven transforms only the last pays for a bit reversal.
+//! never permuted: of its six transforms only the last pays for a bit reversal.
 
 use std::sync::Arc;
 
@@ -246,13 +246,20 @@ pub fn ntt_probed(
 /// domain (natural order); on return `a` holds the coefficients of `h = (A·B − C)·z_inv` in natural
 /// order (`z_inv` the inverse of the vanishing polynomial on the coset), and `b`, `c` are clobbered.
 ///
-/// Per vector: interpolate with decimation in frequency (coefficients come out bit-reversed and `n`
+/// Six transforms, not the textbook seven: interpolation on the coset is linear and undoes evaluation
+/// there, so the coset interpolation of `Â·B̂ − Ĉ` is that of `Â·B̂` minus C's coefficients, and `c`
+/// is only interpolated, never evaluated on the coset. That holds for any `a`, `b`, `c`, satisfied
+/// constraints or not, and the result is the same field elements as the textbook order's.
+///
+/// `a` and `b`: interpolate with decimation in frequency (coefficients come out bit-reversed and `n`
 /// times too large), scale coefficient `k` by `g^k / n` where it lies, evaluate on the coset with
 /// decimation in time (natural order again); the last inverse pass, the scaling and the first forward
 /// pass work on the same blocks of consecutive elements and run as one kernel
-/// ([`kernels::ntt_pass_turn`]). Then the quotient step, and the coset interpolation of `a` whose
-/// final bit reversal scales by `g^-k·z_inv / n` (so the quotient step multiplies by nothing). Each
-/// kernel is timed into `probe` when it is enabled.
+/// ([`kernels::ntt_pass_turn`]). `c`: interpolate with decimation in frequency (`T_k = n·C_k`,
+/// bit-reversed). Then `a·b` on the coset, its interpolation with decimation in frequency (`S_k`,
+/// bit-reversed, `n·g^k` times its coefficients), and a last bit reversal that writes
+/// `h_k = (S_k·g^-k − T_k)·z_inv / n` ([`kernels::bit_reverse_minus`]). Each kernel is timed into
+/// `probe` when it is enabled.
 #[allow(clippy::too_many_arguments)]
 pub fn witness_map(
     gpu: &Gpu,
@@ -269,7 +276,7 @@ pub fn witness_map(
     }
     let log_n = tables.log_n;
     let all = passes(log_n);
-    for x in [&mut *a, &mut *b, &mut *c] {
+    for x in [&mut *a, &mut *b] {
         // With one element (no passes) both transforms are the identity and g^0 / n = 1.
         if let Some((&(_, k0), rest)) = all.split_first() {
             for &(s0, k) in rest.iter().rev() {
@@ -314,11 +321,11 @@ pub fn witness_map(
             }
         }
     }
-    kernels::quotient(gpu, stream, a, b, c, tables.one, probe)?;
+    stages(gpu, stream, tables, c, &tables.inverse, Decimation::Frequency, probe)?;
+    kernels::pointwise_mul(gpu, stream, a, b, probe)?;
     stages(gpu, stream, tables, a, &tables.inverse, Decimation::Frequency, probe)?;
     let last = gpu_fr(&(tables.n_inv.0.to_ark_unchecked() * z_inv));
-    let scale = Some(ScaleAt::Destination(last, Some(&tables.coset_inverse)));
-    kernels::bit_reverse(gpu, stream, a, log_n, scale, probe)
+    kernels::bit_reverse_minus(gpu, stream, a, c, log_n, last, &tables.coset_inverse, probe)
 }
 
 #[cfg(test)]
@@ -332,6 +339,33 @@ mod tests {
             assert_eq!(p.iter().map(|(_, k)| k).sum::<u32>(), log_n);
             assert!(p.iter().all(|(_, k)| (1..=MAX_PASS_STAGES).contains(k)));
             assert!(p.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
+        }
+    }
+
+    #[test]
+    fn the_six_transform_witness_map_equals_the_seven_transform_one_on_any_evaluations() {
+        // The identity `witness_map` relies on, checked with the CPU backend's transforms: the coset
+        // interpolation of Â·B̂, minus C's coefficients, times z_inv, is the textbook witness map's
+        // h, element for element, for random a, b, c (not divisible by the vanishing polynomial).
+        use ark_std::UniformRand;
+        use cuzk_groth16::{CpuBackend, PolyBackend};
+        let mut rng = ark_std::test_rng();
+        for log_n in [0u32, 1, 2, 3, 7, 8, 11] {
+            let n = 1usize << log_n;
+            let v = |rng: &mut _| (0..n).map(|_| Fr::rand(rng)).collect::<Vec<_>>();
+            let (a, b, c) = (v(&mut rng), v(&mut rng), v(&mut rng));
+            let z_inv = Fr::rand(&mut rng);
+            let poly = |x: &[Fr]| CpuBackend.poly_from_host(x, n).unwrap();
+            let (mut ta, mut tb, mut tc) = (poly(&a), poly(&b), poly(&c));
+            CpuBackend.witness_map_polys(&mut ta, &mut tb, &mut tc, z_inv).unwrap();
+
+            let (mut ab, mut bb, mut cc) = (poly(&a), poly(&b), poly(&c));
+            CpuBackend.ntt(&mut [&mut ab, &mut bb, &mut cc], NttKind::Inverse).unwrap();
+            CpuBackend.ntt(&mut [&mut ab, &mut bb], NttKind::CosetForward).unwrap();
+            ab.0.iter_mut().zip(&bb.0).for_each(|(x, y)| *x *= y);
+            CpuBackend.ntt(&mut [&mut ab], NttKind::CosetInverse).unwrap();
+            let h: Vec<Fr> = ab.0.iter().zip(&cc.0).map(|(p, c)| (*p - c) * z_inv).collect();
+            assert_eq!(h, ta.0, "2^{log_n}");
         }
     }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 pub enum Stage {
     /// Moving `a`, `b`, `c` and (on backends that keep scalars) `z` into backend memory.
     Upload,
-    /// The witness map: seven NTTs and the quotient step.
+    /// The witness map: the NTTs and the quotient step (seven NTTs on the CPU, six on a GPU).
     WitnessMap,
     /// MSM of `a_query` (G1).
     MsmA,
@@ -76,7 +76,7 @@ impl Stage {
     pub fn label(self) -> &'static str {
         match self {
             Stage::Upload => "upload (a, b, c, z)",
-            Stage::WitnessMap => "witness map (7 NTTs)",
+            Stage::WitnessMap => "witness map (NTTs)",
             Stage::MsmA => "MSM A (G1)",
             Stage::MsmBG1 => "MSM B (G1)",
             Stage::MsmBG2 => "MSM B (G2)",

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::{count, elementwise, expect_len, MulUnits, BLOCK};
 use crate::modules::PASS_TILE_BITS;
@@ -86,6 +86,26 @@ pub enum ScaleAt<'a> {
     Destination(GpuFr, Option<&'a PowerTable>),
 }
 
+/// The kernel and launch of a bit reversal of `2^log_n` elements: from 2^8 up the `tiled` one, a block
+/// swapping two 16 x 16 tiles and one block per middle index (see `ntt_bit_reverse_tiled`); below,
+/// `plain`, one thread per element.
+fn bit_reversal_launch<'a>(
+    log_n: u32,
+    tiled: &'a CudaFunction,
+    plain: &'a CudaFunction,
+) -> (&'a CudaFunction, LaunchConfig) {
+    if log_n >= 8 {
+        let cfg = LaunchConfig {
+            grid_dim: (1 << (log_n - 8), 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        (tiled, cfg)
+    } else {
+        (plain, elementwise(1 << log_n))
+    }
+}
+
 /// In-place bit-reversal permutation of `x` (length `2^log_n`), optionally scaling as it goes.
 pub fn bit_reverse(
     gpu: &Gpu,
@@ -104,18 +124,7 @@ pub fn bit_reverse(
         Some(ScaleAt::Destination(c, t)) => (c, t, 2),
     };
     let (lo, hi, lo_bits, powers) = table_args(gpu, "bit_reverse", table, n)?;
-    // From 2^8 up, a block swaps two 16 x 16 tiles (see `ntt_bit_reverse_tiled`); below, one thread
-    // per element.
-    let (function, cfg) = if log_n >= 8 {
-        let cfg = LaunchConfig {
-            grid_dim: (1 << (log_n - 8), 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        (&gpu.ntt.bit_reverse_tiled, cfg)
-    } else {
-        (&gpu.ntt.bit_reverse, elementwise(n))
-    };
+    let (function, cfg) = bit_reversal_launch(log_n, &gpu.ntt.bit_reverse_tiled, &gpu.ntt.bit_reverse);
     probe.before(gpu, stream)?;
     // SAFETY: both kernels have the signature `(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
     // uint32_t lo_bits, uint32_t powers, uint32_t scale)`; x has 2^log_n elements (the tiled one needs
@@ -135,6 +144,48 @@ pub fn bit_reverse(
             .launch(cfg)
     }
     .during("ntt_bit_reverse")?;
+    probe.after(gpu, stream, "bit reversal")?;
+    Ok(())
+}
+
+/// The witness map's last step: the in-place bit reversal of `x` (length `2^log_n`) that subtracts
+/// `sub`, held in the same bit-reversed order, on the way: `x[k] = (x[rev k]·s^k − sub[rev k])·c` for
+/// every `k`, `s` given by `table` (which must cover `2^log_n` powers). `sub` is not changed.
+#[allow(clippy::too_many_arguments)]
+pub fn bit_reverse_minus(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    x: &mut CudaSlice<GpuFr>,
+    sub: &CudaSlice<GpuFr>,
+    log_n: u32,
+    c: GpuFr,
+    table: &PowerTable,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let n = 1usize << log_n;
+    expect_len("bit_reverse_minus", n, x.len())?;
+    expect_len("bit_reverse_minus", n, sub.len())?;
+    count("bit_reverse_minus", n)?;
+    let (lo, hi, lo_bits, _) = table_args(gpu, "bit_reverse_minus", Some(table), n)?;
+    let (function, cfg) =
+        bit_reversal_launch(log_n, &gpu.ntt.bit_reverse_minus_tiled, &gpu.ntt.bit_reverse_minus);
+    probe.before(gpu, stream)?;
+    // SAFETY: both kernels have the signature `(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr*
+    // lo, const Fr* hi, uint32_t lo_bits)`; x and sub have 2^log_n elements (the tiled one needs log_n
+    // >= 8 and one block per middle index), and the table covers n powers.
+    unsafe {
+        stream
+            .launch_builder(function)
+            .arg(x)
+            .arg(sub)
+            .arg(&log_n)
+            .arg(&c)
+            .arg(lo)
+            .arg(hi)
+            .arg(&lo_bits)
+            .launch(cfg)
+    }
+    .during("ntt_bit_reverse_minus")?;
     probe.after(gpu, stream, "bit reversal")?;
     Ok(())
 }
@@ -348,6 +399,24 @@ pub fn quotient(
             .launch(elementwise(n as usize))
     }
     .during("quotient")?;
+    probe.after(gpu, stream, "quotient")?;
+    Ok(())
+}
+
+/// `a[i] *= b[i]`: the witness map's product on the coset.
+pub fn pointwise_mul(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    a: &mut CudaSlice<GpuFr>,
+    b: &CudaSlice<GpuFr>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    expect_len("pointwise_mul", a.len(), b.len())?;
+    let n = count("pointwise_mul", a.len())?;
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `ntt_mul(Fr* a, const Fr* b, uint32_t n)`; both have n elements.
+    unsafe { stream.launch_builder(&gpu.ntt.mul).arg(a).arg(b).arg(&n).launch(elementwise(n as usize)) }
+        .during("ntt_mul")?;
     probe.after(gpu, stream, "quotient")?;
     Ok(())
 }
