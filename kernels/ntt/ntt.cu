@@ -6,8 +6,9 @@
 // that can scale by powers on the way, and elementwise scaling; crates/cuzk-cuda/src/ntt.rs composes
 // them, and the witness map chains them so that only its last step permutes, turning from each
 // interpolation to its coset evaluation in one kernel (ntt_pass_turn). Only a and b are evaluated on
-// the coset: c's coefficients are subtracted after the coset interpolation of a * b, by that last
-// step (ntt_bit_reverse_minus).
+// the coset; their product is formed as the first pass of its interpolation loads them (ntt_pass with
+// ntt_pass_times), and c's coefficients are subtracted after that interpolation, by the last step
+// (ntt_bit_reverse_minus).
 #include "field/fields.cuh"
 
 using namespace cuzk;
@@ -181,13 +182,39 @@ __device__ __forceinline__ void load_twiddles(Halves tws, const Fr* tw, uint32_t
 
 // The k stages themselves on the block's elements in shared memory (data), twiddles in tws; every
 // thread of the block takes part, and the last stage is followed by a barrier.
-template <int U>
+// With SKIP1, stage 1 of a first pass (c = 0) multiplies only where its twiddle is not 1 (below); the
+// passes over strided columns, which never hold stage 1, are compiled without that code (with it they
+// took two registers more and ran 1-2% slower on the H200).
+template <int U, bool SKIP1>
 __device__ __forceinline__ void run_stages(Halves data, Halves tws, uint32_t s0, uint32_t k, uint32_t c,
                                            uint32_t dif) {
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
     for (uint32_t step = 0; step < k; step++) {
         const uint32_t t = dif ? k - 1 - step : step;
+        if (SKIP1 && s0 + t == 1 && c == 0) {
+            // Stage 1 in the first pass: each thread takes both butterflies of a group of four
+            // elements, positions 0 and 1, so that the first, whose twiddle is w^0 = 1, multiplies by
+            // nothing. A quarter of the stage's products go, at the price of 4-way bank conflicts
+            // (a warp's groups are 64 bytes apart) in this stage's loads and stores.
+            const Fr w = tws.get(2);
+            for (uint32_t g = threadIdx.x; g < size / 4; g += blockDim.x) {
+                const uint32_t i = 4 * g;
+                const Fr u0 = data.get(i), u1 = data.get(i + 1), v0 = data.get(i + 2), v1 = data.get(i + 3);
+                data.set(i, u0 + v0);
+                data.set(i + 2, u0 - v0);
+                if (dif) {
+                    data.set(i + 1, u1 + v1);
+                    data.set(i + 3, mul<U>(u1 - v1, w));
+                } else {
+                    const Fr vw = mul<U>(v1, w);
+                    data.set(i + 1, u1 + vw);
+                    data.set(i + 3, u1 - vw);
+                }
+            }
+            __syncthreads();
+            continue;
+        }
         for (uint32_t q = threadIdx.x; q < size / 2; q += blockDim.x) {
             const uint32_t col = q & (cols - 1);
             const uint32_t p = q >> c;
@@ -223,10 +250,12 @@ __device__ __forceinline__ void run_stages(Halves data, Halves tws, uint32_t s0,
 // stages. Block b takes 2^c adjacent columns (low0 .. low0 + 2^c - 1, c <= s0), so that its loads and
 // stores run over 2^c consecutive elements. It brings them and the 2^k - 1 twiddles per column its
 // stages use into shared memory (element j of column q at j * 2^c + q; stage t's twiddles at
-// (2^t - 1 + p) * 2^c + q; both as halves), runs the stages there and writes the elements back.
-template <int U>
-__device__ __forceinline__ void pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c,
-                                     uint32_t dif) {
+// (2^t - 1 + p) * 2^c + q; both as halves), runs the stages there and writes the elements back. With
+// `times` set, each element is first multiplied by the element of y at its index (the pass transforms
+// x * y pointwise: the witness map's product on the coset enters the first pass of its interpolation).
+template <int U, bool SKIP1, bool TIMES>
+__device__ __forceinline__ void pass(Fr* x, const Fr* y, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
+                                     uint32_t c, uint32_t dif) {
     extern __shared__ Fr sh[];
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
@@ -234,27 +263,34 @@ __device__ __forceinline__ void pass(Fr* x, const Fr* tw, uint32_t log_n, uint32
     const uint32_t groups = 1u << (s0 - c);  // column groups per 2^(s0+k) block of rows
     const uint32_t low0 = (blockIdx.x & (groups - 1)) << c;
     const size_t base = ((size_t)(blockIdx.x >> (s0 - c)) << (s0 + k)) + low0;
-    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
-        data.set(i, x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))]);
+    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
+        const size_t at = base + ((size_t)(i >> c) << s0) + (i & (cols - 1));
+        data.set(i, TIMES ? mul<U>(x[at], y[at]) : x[at]);
+    }
     load_twiddles(tws, tw, log_n, s0, k, c, low0);
     __syncthreads();
-    run_stages<U>(data, tws, s0, k, c, dif);
+    run_stages<U, SKIP1>(data, tws, s0, k, c, dif);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
         x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))] = data.get(i);
 }
 
-extern "C" __global__ void ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c,
-                                   uint32_t dif) {
-    pass<0>(x, tw, log_n, s0, k, c, dif);
-}
-extern "C" __global__ void ntt_pass_fp64(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c,
-                                        uint32_t dif) {
-    pass<1>(x, tw, log_n, s0, k, c, dif);
-}
-extern "C" __global__ void ntt_pass_mixed(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
-                                         uint32_t c, uint32_t dif) {
-    pass<2>(x, tw, log_n, s0, k, c, dif);
-}
+// The pass kernels, each by the units its products use (ntt_pass*, *_fp64, *_mixed): ntt_pass for any
+// pass, ntt_pass_first for passes from stage 0 (stage 1's products by 1 skipped), ntt_pass_times for a
+// pass on x * y. All take y, which only ntt_pass_times reads.
+#define NTT_PASS(name, U, SKIP1, TIMES)                                                                       \
+    extern "C" __global__ void name(Fr* x, const Fr* y, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, \
+                                    uint32_t c, uint32_t dif) {                                                \
+        pass<U, SKIP1, TIMES>(x, y, tw, log_n, s0, k, c, dif);                                                \
+    }
+NTT_PASS(ntt_pass, 0, false, false)
+NTT_PASS(ntt_pass_fp64, 1, false, false)
+NTT_PASS(ntt_pass_mixed, 2, false, false)
+NTT_PASS(ntt_pass_first, 0, true, false)
+NTT_PASS(ntt_pass_first_fp64, 1, true, false)
+NTT_PASS(ntt_pass_first_mixed, 2, true, false)
+NTT_PASS(ntt_pass_times, 0, true, true)
+NTT_PASS(ntt_pass_times_fp64, 1, true, true)
+NTT_PASS(ntt_pass_times_mixed, 2, true, true)
 
 // The witness map's turn from interpolation to evaluation on the coset, on each block of 2^k
 // consecutive elements: the last pass of an inverse transform decimated in frequency (stages k-1 .. 0,
@@ -273,14 +309,14 @@ __device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, ui
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) data.set(i, x[base + i]);
     load_twiddles(tws, itw, log_n, 0, k, 0, 0);
     __syncthreads();
-    run_stages<U>(data, tws, 0, k, 0, 1);
+    run_stages<U, true>(data, tws, 0, k, 0, 1);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
         const uint32_t e = bit_reverse((uint32_t)base + i, log_n), mask = (1u << lo_bits) - 1;
         data.set(i, mul<U>(data.get(i), mul<U>(hi[e >> lo_bits], lo[e & mask])));
     }
     load_twiddles(tws, tw, log_n, 0, k, 0, 0);
     __syncthreads();
-    run_stages<U>(data, tws, 0, k, 0, 0);
+    run_stages<U, true>(data, tws, 0, k, 0, 0);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) x[base + i] = data.get(i);
 }
 
@@ -308,7 +344,8 @@ extern "C" __global__ void ntt_scale(Fr* x, uint32_t n, Fr c, const Fr* lo, cons
     x[i] = x[i] * f;
 }
 
-// a[i] *= b[i]: the witness map's product on the coset (its subtraction of c comes after the coset
+// a[i] *= b[i]: the witness map's product on the coset when it has no passes (a single element; otherwise
+// the product enters the first pass of its interpolation, and its subtraction of c comes after that
 // interpolation, in ntt_bit_reverse_minus).
 extern "C" __global__ void ntt_mul(Fr* a, const Fr* b, uint32_t n) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;

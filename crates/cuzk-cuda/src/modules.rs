@@ -56,8 +56,12 @@ pub(crate) struct NttKernels {
     /// by tiles from 2^8 up).
     pub(crate) bit_reverse_minus: CudaFunction,
     pub(crate) bit_reverse_minus_tiled: CudaFunction,
-    /// `ntt_pass` by each [`MulUnits`](crate::kernels::MulUnits), in its order.
+    /// `ntt_pass` by each [`MulUnits`](crate::kernels::MulUnits), in its order: any pass.
     pub(crate) pass: [CudaFunction; 3],
+    /// `ntt_pass_first`: a pass from stage 0, stage 1's products by 1 skipped.
+    pub(crate) pass_first: [CudaFunction; 3],
+    /// `ntt_pass_times`: a pass on `x ∘ y`.
+    pub(crate) pass_times: [CudaFunction; 3],
     /// The witness map's fused last inverse pass, coset scaling and first forward pass, by each
     /// [`MulUnits`](crate::kernels::MulUnits).
     pub(crate) pass_turn: [CudaFunction; 3],
@@ -70,14 +74,14 @@ pub(crate) struct NttKernels {
 impl NttKernels {
     pub(crate) fn load(ctx: &Arc<CudaContext>) -> Result<Self, CudaError> {
         let m = load(ctx, ptx::NTT, "loading the NTT kernels")?;
-        let pass =
-            [function(&m, "ntt_pass")?, function(&m, "ntt_pass_fp64")?, function(&m, "ntt_pass_mixed")?];
-        let pass_turn = [
-            function(&m, "ntt_pass_turn")?,
-            function(&m, "ntt_pass_turn_fp64")?,
-            function(&m, "ntt_pass_turn_mixed")?,
-        ];
-        for f in pass.iter().chain(&pass_turn) {
+        let by_units = |names: [&'static str; 3]| -> Result<[CudaFunction; 3], CudaError> {
+            Ok([function(&m, names[0])?, function(&m, names[1])?, function(&m, names[2])?])
+        };
+        let pass = by_units(["ntt_pass", "ntt_pass_fp64", "ntt_pass_mixed"])?;
+        let pass_first = by_units(["ntt_pass_first", "ntt_pass_first_fp64", "ntt_pass_first_mixed"])?;
+        let pass_times = by_units(["ntt_pass_times", "ntt_pass_times_fp64", "ntt_pass_times_mixed"])?;
+        let pass_turn = by_units(["ntt_pass_turn", "ntt_pass_turn_fp64", "ntt_pass_turn_mixed"])?;
+        for f in pass.iter().chain(&pass_first).chain(&pass_times).chain(&pass_turn) {
             f.set_attribute(
                 cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 PASS_SHARED_BYTES,
@@ -91,6 +95,8 @@ impl NttKernels {
             bit_reverse_minus: function(&m, "ntt_bit_reverse_minus")?,
             bit_reverse_minus_tiled: function(&m, "ntt_bit_reverse_minus_tiled")?,
             pass,
+            pass_first,
+            pass_times,
             pass_turn,
             scale: function(&m, "ntt_scale")?,
             quotient: function(&m, "quotient")?,

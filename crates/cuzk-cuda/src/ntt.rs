@@ -256,7 +256,8 @@ pub fn ntt_probed(
 /// decimation in time (natural order again); the last inverse pass, the scaling and the first forward
 /// pass work on the same blocks of consecutive elements and run as one kernel
 /// ([`kernels::ntt_pass_turn`]). `c`: interpolate with decimation in frequency (`T_k = n·C_k`,
-/// bit-reversed). Then `a·b` on the coset, its interpolation with decimation in frequency (`S_k`,
+/// bit-reversed). Then `a·b` on the coset, formed as the first pass of its interpolation loads `a`
+/// and `b` ([`kernels::ntt_pass_times`]), that interpolation with decimation in frequency (`S_k`,
 /// bit-reversed, `n·g^k` times its coefficients), and a last bit reversal that writes
 /// `h_k = (S_k·g^-k − T_k)·z_inv / n` ([`kernels::bit_reverse_minus`]). Each kernel is timed into
 /// `probe` when it is enabled.
@@ -322,8 +323,15 @@ pub fn witness_map(
         }
     }
     stages(gpu, stream, tables, c, &tables.inverse, Decimation::Frequency, probe)?;
-    kernels::pointwise_mul(gpu, stream, a, b, probe)?;
-    stages(gpu, stream, tables, a, &tables.inverse, Decimation::Frequency, probe)?;
+    // a·b on the coset, formed as the first pass of its interpolation loads a and b.
+    let mut times = Some(&*b);
+    for &(s0, k) in all.iter().rev() {
+        let (tw, units, dif) = (&tables.inverse, tables.units, Decimation::Frequency);
+        kernels::ntt_pass_times(gpu, stream, a, times.take(), tw, log_n, s0, k, dif, units, probe)?;
+    }
+    if let Some(b) = times {
+        kernels::pointwise_mul(gpu, stream, a, b, probe)?;
+    }
     let last = gpu_fr(&(tables.n_inv.0.to_ark_unchecked() * z_inv));
     kernels::bit_reverse_minus(gpu, stream, a, c, log_n, last, &tables.coset_inverse, probe)
 }

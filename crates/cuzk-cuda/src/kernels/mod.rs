@@ -21,8 +21,8 @@ pub use field::{
     fr_mul_fp64_bench, fr_mul_kara_bench, fr_ops, FqInverse, FIELD_OPS, FQ2_OPS,
 };
 pub use ntt::{
-    bit_reverse, bit_reverse_minus, fill_powers, ntt_pass, ntt_pass_turn, pointwise_mul, quotient, scale,
-    Decimation, PowerTable, ScaleAt, MAX_PASS_STAGES,
+    bit_reverse, bit_reverse_minus, fill_powers, ntt_pass, ntt_pass_times, ntt_pass_turn, pointwise_mul,
+    quotient, scale, Decimation, PowerTable, ScaleAt, MAX_PASS_STAGES,
 };
 
 /// Which units a kernel's field multiplications use: the NTT passes' (`kernels/ntt/ntt.cu`), G1's

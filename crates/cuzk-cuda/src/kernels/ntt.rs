@@ -204,7 +204,8 @@ pub enum Decimation {
 ///
 /// A block takes `2^c` adjacent columns of `2^k` elements, `c = min(s0, TILE_BITS − k)`, so that
 /// passes over strided columns still read and write runs of consecutive elements; its shared
-/// memory holds the `2^(k+c)` elements and as many twiddles (64 KiB at most).
+/// memory holds the `2^(k+c)` elements and as many twiddles (64 KiB at most). A pass from stage 0
+/// runs as `ntt_pass_first`, whose stage 1 skips the products by a twiddle of 1 (a quarter of them).
 #[allow(clippy::too_many_arguments)]
 pub fn ntt_pass(
     gpu: &Gpu,
@@ -218,6 +219,29 @@ pub fn ntt_pass(
     units: MulUnits,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
+    ntt_pass_times(gpu, stream, x, None, tw, log_n, s0, k, decimation, units, probe)
+}
+
+/// [`ntt_pass`] on `x ∘ y` when `y` is given: each element of `x` is multiplied by `y`'s at the same
+/// index as the pass loads it (one multiplication an element, with no trip of its own through device
+/// memory), and the stages run on the products. `y` is left as it was.
+#[allow(clippy::too_many_arguments)]
+pub fn ntt_pass_times(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    x: &mut CudaSlice<GpuFr>,
+    y: Option<&CudaSlice<GpuFr>>,
+    tw: &CudaSlice<GpuFr>,
+    log_n: u32,
+    s0: u32,
+    k: u32,
+    decimation: Decimation,
+    units: MulUnits,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    if let Some(y) = y {
+        expect_len("ntt_pass_times", x.len(), y.len())?;
+    }
     let n = 1usize << log_n;
     expect_len("ntt_pass", n, x.len())?;
     if tw.len() < (n / 2).max(1) {
@@ -234,15 +258,22 @@ pub fn ntt_pass(
         shared_mem_bytes: 2 * tile * std::mem::size_of::<GpuFr>() as u32,
     };
     let dif = u32::from(decimation == Decimation::Frequency);
+    let (function, y) = match y {
+        Some(y) => (&gpu.ntt.pass_times[units as usize], y),
+        None if s0 == 0 => (&gpu.ntt.pass_first[units as usize], &gpu.dummy),
+        None => (&gpu.ntt.pass[units as usize], &gpu.dummy),
+    };
     probe.before(gpu, stream)?;
-    // SAFETY: matches `ntt_pass(Fr* x, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c,
-    // uint32_t dif)`; with c <= s0 each block touches indices below n; twiddle indices are below n/2
-    // (checked above); the shared memory is 2^(k+c) elements plus fewer twiddles, 32 bytes each, within
-    // the 64 KiB the function is configured for (`PASS_SHARED_BYTES`).
+    // SAFETY: matches `ntt_pass*(Fr* x, const Fr* y, const Fr* tw, uint32_t log_n, uint32_t s0,
+    // uint32_t k, uint32_t c, uint32_t dif)`; with c <= s0 each block touches indices below n, in x and
+    // (read only by ntt_pass_times, which is given y of n elements: checked above) y; twiddle
+    // indices are below n/2 (checked above); the shared memory is 2^(k+c) elements plus fewer
+    // twiddles, 32 bytes each, within the 64 KiB the function is configured for (`PASS_SHARED_BYTES`).
     unsafe {
         stream
-            .launch_builder(&gpu.ntt.pass[units as usize])
+            .launch_builder(function)
             .arg(x)
+            .arg(y)
             .arg(tw)
             .arg(&log_n)
             .arg(&s0)
