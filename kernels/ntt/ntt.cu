@@ -6,8 +6,8 @@
 // that can scale by powers on the way, and elementwise scaling; crates/cuzk-cuda/src/ntt.rs composes
 // them, and the witness map chains them so that only its last step permutes, turning from each
 // interpolation to its coset evaluation in one kernel (ntt_pass_turn). Only a and b are evaluated on
-// the coset; their product is formed as the first pass of its interpolation loads them (ntt_pass with
-// ntt_pass_times), and c's coefficients are subtracted after that interpolation, by the last step
+// the coset; their product is formed as the first pass of its interpolation loads them
+// (ntt_pass_times), and c's coefficients are subtracted after that interpolation, by the last step
 // (ntt_bit_reverse_minus).
 #include "field/fields.cuh"
 
@@ -251,8 +251,8 @@ __device__ __forceinline__ void run_stages(Halves data, Halves tws, uint32_t s0,
 // stores run over 2^c consecutive elements. It brings them and the 2^k - 1 twiddles per column its
 // stages use into shared memory (element j of column q at j * 2^c + q; stage t's twiddles at
 // (2^t - 1 + p) * 2^c + q; both as halves), runs the stages there and writes the elements back. With
-// `times` set, each element is first multiplied by the element of y at its index (the pass transforms
-// x * y pointwise: the witness map's product on the coset enters the first pass of its interpolation).
+// TIMES, each element is first multiplied by the element of y at its index (the pass transforms x * y
+// pointwise: the witness map's product on the coset enters the first pass of its interpolation).
 template <int U, bool SKIP1, bool TIMES>
 __device__ __forceinline__ void pass(Fr* x, const Fr* y, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
                                      uint32_t c, uint32_t dif) {
