@@ -16,7 +16,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr};
 use cuzk_field::Curve;
 
-use super::plan::{FirstRound, Ones, Plan};
+use super::plan::{FirstRound, Ones, Plan, WIDE_WINDOW_BITS};
 use super::sort::{chunk_counts, Segments, Sorted};
 use crate::kernels::msm::{self as k, SUM_THREADS};
 use crate::kernels::MulUnits;
@@ -59,12 +59,16 @@ fn batch_threads<C: Curve>(sms: u32, plan: &Plan, points: usize, chains: u32) ->
 /// every thread of a wave 8 per chain. Fewer threads than a wave leave the round's latency exposed;
 /// more chains give fewer partials per bucket in the later rounds only while they fill the wave.
 /// G1 batches that would give every chain of a wave [`LONG_CHAIN`] entries or more take half as many
-/// chains again ([`LONG_BATCH_CHAINS`]).
+/// chains again ([`LONG_BATCH_CHAINS`]); those of wide windows with [`LONGEST_CHAIN`] or more, twice
+/// as many ([`LONGEST_BATCH_CHAINS`]).
 fn default_chains<C: Curve>(sms: u32, plan: &Plan, points: usize) -> u32 {
     let wave = sms.max(1) as u64 * batch_blocks::<C>(plan) as u64 * SUM_THREADS as u64;
     let entries = (points as u64).div_ceil(plan.multiples as u64) * plan.windows as u64;
     let mut chains = k::batch_chains::<C>();
     if C::ID == cuzk_field::CurveId::G1 && entries >= wave * LONG_CHAIN * chains as u64 {
+        if plan.c >= WIDE_WINDOW_BITS && entries >= wave * LONGEST_CHAIN * chains as u64 {
+            return LONGEST_BATCH_CHAINS;
+        }
         return LONG_BATCH_CHAINS;
     }
     while chains > 64 && entries < wave * 8 * chains as u64 {
@@ -82,6 +86,18 @@ const LONG_CHAIN: u64 = 64;
 /// 335.0 / 331.5 / 330.0 / 326.8 ms; 20-bit windows without a table 377.7 / 371.7 / 366.5 / 366.8.
 /// At 2^24 with the table 128 is best (85.5 ms against 86.8 with 96; 256 slower).
 const LONG_BATCH_CHAINS: u32 = 192;
+
+/// Entries per chain (at the curve's default chains) from which a G1 batch of windows of
+/// [`WIDE_WINDOW_BITS`] or more takes [`LONGEST_BATCH_CHAINS`]: 2^27 random points of 13 windows
+/// give 202 (the `h` MSM of a 2^27 partition, one batch), 2^26 give 101.
+const LONGEST_CHAIN: u64 = 192;
+
+/// Chains per thread of the longest wide-window G1 batches. On the H200, G1 2^27 random in one
+/// batch at 20 bits without a table (docs/benchmarks/cuda-msm.md): 192 / 256 chains 680.2 / 677.1 ms
+/// (four in a row 680.7 / 674.8), and 701.5 / 694.8 on an earlier build. Batches of 16-bit windows
+/// (the engine's MSMs over the witness, mostly zeros and ones) keep [`LONG_BATCH_CHAINS`]: 256 was
+/// not measured there.
+const LONGEST_BATCH_CHAINS: u32 = 256;
 
 /// The first summing round of a batch of `points` bases (a table's multiples counted) on a device of
 /// `sms` multiprocessors: its pieces, and with batched affine additions its (threads, chains per
@@ -360,9 +376,14 @@ mod tests {
     /// Chains per thread of the batched round for `n` points of `C` with a 20-bit table of 13
     /// multiples (or none), on the H200's 132 multiprocessors.
     fn chains<C: Curve>(n: usize, table: bool) -> u32 {
+        chains_at::<C>(n, 20, table)
+    }
+
+    /// The same at windows of `c` bits.
+    fn chains_at<C: Curve>(n: usize, c: u32, table: bool) -> u32 {
         let m = if table { 13 } else { 1 };
         let plan =
-            Plan::with_multiples(n, 20, m).unwrap().with_first_round(C::ID, FirstRound::BatchAffine, None, n);
+            Plan::with_multiples(n, c, m).unwrap().with_first_round(C::ID, FirstRound::BatchAffine, None, n);
         let (_, batched) = first_round::<C>(132, &plan, n * m as usize).unwrap();
         batched.expect("a batched round").1
     }
@@ -372,7 +393,12 @@ mod tests {
         assert_eq!(chains::<G1>(1 << 24, true), 128);
         assert_eq!(chains::<G1>(1 << 25, false), 128);
         assert_eq!(chains::<G1>(1 << 26, true), LONG_BATCH_CHAINS);
-        assert_eq!(chains::<G1>(1 << 27, false), LONG_BATCH_CHAINS);
+        assert_eq!(chains::<G1>(1 << 26, false), LONG_BATCH_CHAINS);
+        // The `h` MSM of a 2^27 partition (one batch, 20-bit windows) takes the most; one of
+        // 16-bit windows (the MSMs over the witness) does not.
+        assert_eq!(chains::<G1>(1 << 27, false), LONGEST_BATCH_CHAINS);
+        assert_eq!(chains_at::<G1>((1 << 27) - 1, 20, false), LONGEST_BATCH_CHAINS);
+        assert_eq!(chains_at::<G1>(1 << 27, 16, false), LONG_BATCH_CHAINS);
         assert_eq!(chains::<G2>(1 << 26, true), 128);
         assert_eq!(chains::<G1>(1 << 20, true), 64);
     }
