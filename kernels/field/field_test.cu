@@ -81,6 +81,21 @@ extern "C" __global__ void fq_mul_kara_bench(const Fq* a, Fq* out, uint32_t n, u
     mul_chain<true>(a, out, n, iters);
 }
 
+// Shoup's product (mul_shoup) in the same chains: the factor a[(i + 1) % n] as its canonical value in
+// wt[(i + 1) % n] and its quotient in wt[n + (i + 1) % n] (ntt_shoup_twiddles' layout, built before),
+// so the chains compute what fr_mul_bench's do.
+extern "C" __global__ void fr_mul_shoup_bench(const Fr* a, const Fr* wt, Fr* out, uint32_t n, uint32_t iters) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Fr x = a[i], z = a[(i + 2) % n];
+    const Fr w = wt[(i + 1) % n], wq = wt[n + (i + 1) % n];
+    for (uint32_t k = 0; k < iters; k++) {
+        x = x.mul_shoup(w, wq);
+        z = z.mul_shoup(w, wq);
+    }
+    out[i] = x + z;
+}
+
 // The same chains on `units` (MulUnits): 0 the integer units (operator*), 1 the FP64 units (mul_fp64),
 // 2 both, warp by warp (mixed_takes_fp64), so that each scheduler keeps both kinds busy.
 template <class F>

@@ -170,6 +170,177 @@ struct alignas(16) Fp {
         return r;
     }
 
+    // a * w mod p by Shoup's method, for a factor w known ahead (an NTT's twiddle) and its quotient
+    // wq = floor(w 2^(32N) / p): no Montgomery reduction, so the result has a's form whatever w's
+    // (w canonical keeps a's Montgomery form: a R w = (a w) R). With a < p,
+    // a wq / 2^(32N) lies in (a w / p - p / 2^(32N), a w / p], so q = floor(a wq / 2^(32N)) is
+    // floor(a w / p) or one less and a w - q p is below 2p. q comes from a truncated product: the words
+    // of a wq from weight 2^(32(N-1)) up (low words of x_i y_j with i + j >= N - 1, high words with
+    // i + j >= N - 2); what it leaves out is below 2N 2^(32(N-1)), too little to lower the quotient
+    // by one more as long as p / 2^(32N) < 1 - 2N 2^-32. a w and q p are needed only modulo 2^(32N),
+    // where 2p fits (Fr: p < 0.46 2^256), so each is a low half product. Multiplications of limbs:
+    // 79 for q, 64 for a w, 64 for q p (36 for Fr, whose lowest limbs 1 and 2^32 - 1 make q p's first
+    // two rows additions), against mul_int's 2 N^2.
+    __device__ __forceinline__ Fp mul_shoup(const Fp& w, const Fp& wq) const {
+        static_assert(P::mod(N - 1) < 0x7fffffffu, "2p must fit the limbs");
+        uint32_t h[N + 1];
+        high_approx(v, wq.v, h);
+        uint32_t t[N], u[N];
+        low_product(v, w.v, t);
+#pragma unroll
+        for (int k = 0; k < N; k++) u[k] = LOW_ONE ? h[k + 1] : 0;
+        if constexpr (LOW_ONE) {
+            // q p = q + q 2^64 - q 2^32 + (q p's rows from limb 2), modulo 2^(32N).
+            ptx::add_cc(u[2], u[2], h[1]);
+#pragma unroll
+            for (int k = 3; k < N - 1; k++) ptx::addc_cc(u[k], u[k], h[k - 1]);
+            ptx::addc(u[N - 1], u[N - 1], h[N - 2]);
+            ptx::sub_cc(u[1], u[1], h[1]);
+#pragma unroll
+            for (int k = 2; k < N - 1; k++) ptx::subc_cc(u[k], u[k], h[k]);
+            ptx::subc(u[N - 1], u[N - 1], h[N - 1]);
+        }
+        uint32_t q[N];
+#pragma unroll
+        for (int k = 0; k < N; k++) q[k] = h[k + 1];
+#pragma unroll
+        for (int j = LOW_ONE ? 2 : 0; j < N; j++) low_row(u, q, P::mod(j), j);
+        ptx::sub_cc(t[0], t[0], u[0]);
+#pragma unroll
+        for (int k = 1; k < N - 1; k++) ptx::subc_cc(t[k], t[k], u[k]);
+        ptx::subc(t[N - 1], t[N - 1], u[N - 1]);
+        reduce_once(t, 0);
+        Fp r;
+#pragma unroll
+        for (int k = 0; k < N; k++) r.v[k] = t[k];
+        return r;
+    }
+
+    // Shoup's quotient of a factor: floor(w 2^(32N) / p) for w < p, by long division one bit at a time
+    // (for tables built once, not for the passes).
+    __device__ __forceinline__ Fp shoup_quotient() const {
+        // The dividend is w followed by 32N zero bits, taken a bit at a time from the top: rem = 2 rem
+        // + bit, less p (and a quotient bit of 1) where that reaches p; rem stays below p. The
+        // quotient's bits from w's own are 0 (w < p); those from the zero bits are its N limbs.
+        uint32_t rem[N], quo[N];
+#pragma unroll
+        for (int k = 0; k < N; k++) rem[k] = quo[k] = 0;
+#pragma unroll
+        for (int limb = 2 * N - 1; limb >= 0; limb--) {
+            const uint32_t word = limb >= N ? v[limb >= N ? limb - N : 0] : 0;
+            uint32_t bits = 0;
+#pragma unroll 1
+            for (int b = 31; b >= 0; b--) {
+                // p < 2^(32N - 1), so 2 rem + 1 < 2^(32N): the shift loses nothing.
+#pragma unroll
+                for (int k = N - 1; k > 0; k--) rem[k] = (rem[k] << 1) | (rem[k - 1] >> 31);
+                rem[0] = (rem[0] << 1) | ((word >> b) & 1);
+                uint32_t d[N], borrow;
+                ptx::sub_cc(d[0], rem[0], P::mod(0));
+#pragma unroll
+                for (int k = 1; k < N; k++) ptx::subc_cc(d[k], rem[k], P::mod(k));
+                ptx::subc(borrow, 0, 0);
+#pragma unroll
+                for (int k = 0; k < N; k++) rem[k] = borrow ? rem[k] : d[k];
+                bits |= (borrow ? 0u : 1u) << b;
+            }
+            if (limb < N) quo[limb] = bits;
+        }
+        Fp r;
+#pragma unroll
+        for (int k = 0; k < N; k++) r.v[k] = quo[k];
+        return r;
+    }
+
+   private:
+    // acc[at + m] += word m of the products x[i] y, x[i + 2] y, x[i + 4] y, ... taken low word, high
+    // word, low word, ... (from the high word of x[i] y when `from_hi`), for m < len, as one carry
+    // chain; with `carry_out` the last addition leaves its carry for the caller. The words of one such
+    // chain sit at consecutive weights, so it needs no separate pass for the high words.
+    template <int A, int M>
+    __device__ __forceinline__ static void mad_chain(uint32_t (&acc)[A], int at, const uint32_t (&x)[M], uint32_t y,
+                                                     int i, bool from_hi, int len, bool carry_out) {
+#pragma unroll
+        for (int m = 0; m < M + 1; m++) {
+            if (m < len) {
+                const int k = m + (from_hi ? 1 : 0);
+                const uint32_t xi = x[i + 2 * (k / 2)];
+                const bool hi = (k & 1) != 0, first = m == 0, last = m == len - 1;
+                uint32_t& d = acc[at + m];
+                if (first && last && !carry_out) {
+                    if (hi)
+                        ptx::mad_hi(d, xi, y, d);
+                    else
+                        ptx::mad_lo(d, xi, y, d);
+                } else if (first) {
+                    if (hi)
+                        ptx::mad_hi_cc(d, xi, y, d);
+                    else
+                        ptx::mad_lo_cc(d, xi, y, d);
+                } else if (last && !carry_out) {
+                    if (hi)
+                        ptx::madc_hi(d, xi, y, d);
+                    else
+                        ptx::madc_lo(d, xi, y, d);
+                } else {
+                    if (hi)
+                        ptx::madc_hi_cc(d, xi, y, d);
+                    else
+                        ptx::madc_lo_cc(d, xi, y, d);
+                }
+            }
+        }
+    }
+
+    // Row j of a low half product: t += x y 2^(32j) modulo 2^(32N), the even products' chain from
+    // limb j and the odd products' from limb j + 1.
+    __device__ __forceinline__ static void low_row(uint32_t (&t)[N], const uint32_t (&x)[N], uint32_t y, int j) {
+        mad_chain(t, j, x, y, 0, false, N - j, false);
+        if (N - j - 1 > 0) mad_chain(t, j + 1, x, y, 1, false, N - j - 1, false);
+    }
+
+    // t = x y modulo 2^(32N).
+    __device__ __forceinline__ static void low_product(const uint32_t (&x)[N], const uint32_t (&y)[N],
+                                                       uint32_t (&t)[N]) {
+#pragma unroll
+        for (int k = 0; k < N; k++) t[k] = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) low_row(t, x, y[j], j);
+    }
+
+    // h = the words of x y from weight 2^(32(N-1)) up (h[k] at weight 2^(32(N-1+k))), leaving out the
+    // low words of x_i y_j with i + j < N - 1 and the high words with i + j < N - 2 (and their
+    // carries): h[1..N] is floor(x y / 2^(32N)) or up to one less (see mul_shoup).
+    __device__ __forceinline__ static void high_approx(const uint32_t (&x)[N], const uint32_t (&y)[N],
+                                                       uint32_t (&h)[N + 1]) {
+#pragma unroll
+        for (int k = 0; k <= N; k++) h[k] = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            // Products x_i y_j from i0: the one with i0 + j = N - 2 gives only its high word (at h[0]).
+            const int i0 = N - 2 - j > 0 ? N - 2 - j : 0;
+            // Two chains, of i0, i0 + 2, ... and of i0 + 1, i0 + 3, ...; the one holding x_(N-1) ends at
+            // h[j + 1], the other at h[j]. The lower one runs first and carries into h[j + 1], still
+            // zero then; the other carries into h[j + 2].
+            const int starts[2] = {i0, i0 + 1};
+            const int parity_top = (N - 1 - i0) & 1;  // which chain holds x_(N-1)
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                const int which = c == 0 ? 1 - parity_top : parity_top;
+                const int is = starts[which];
+                if (is > N - 1) continue;
+                const bool from_hi = is + j == N - 2;
+                const int at = from_hi ? 0 : is + j - (N - 1);
+                const int last = is + 2 * ((N - 1 - is) / 2);  // last product index of this chain
+                const int end = last + j + 2 - N;              // where its high word lands
+                const int carry_to = end + 1;
+                mad_chain(h, at, x, y[j], is, from_hi, end - at + 1, carry_to <= N);
+                if (carry_to <= N) ptx::addc(h[carry_to], h[carry_to], 0);
+            }
+        }
+    }
+
+   public:
     // Montgomery multiplication by Karatsuba's product and a separate reduction: the 2N-limb
     // product a b from three products of N/2 limbs, x0 y0, x1 y1 and (x0 + x1)(y0 + y1) (3N^2/4
     // products of limbs instead of N^2; the sums' carry bits are added back as masked words), then N

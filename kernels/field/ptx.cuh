@@ -45,6 +45,20 @@ __device__ __forceinline__ void mad_lo_cc(uint32_t& d, uint32_t a, uint32_t b, u
 __device__ __forceinline__ void madc_lo_cc(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
     asm volatile("madc.lo.cc.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
 }
+// d = lo(a * b) + c with carry in only, or with neither carry.
+__device__ __forceinline__ void madc_lo(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
+    asm volatile("madc.lo.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+}
+__device__ __forceinline__ void mad_lo(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
+    asm volatile("mad.lo.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+}
+// d = hi(a * b) + c with carry out only, or with neither carry.
+__device__ __forceinline__ void mad_hi_cc(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
+    asm volatile("mad.hi.cc.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+}
+__device__ __forceinline__ void mad_hi(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
+    asm volatile("mad.hi.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+}
 // d = hi(a * b) + c, with carry in and out, or with carry in only.
 __device__ __forceinline__ void madc_hi_cc(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
     asm volatile("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
@@ -108,6 +122,16 @@ inline void madc_lo_cc(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
 }
 inline void madc_hi_cc(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
     set(d, (((uint64_t)a * b) >> 32) + c + carry_flag, true);
+}
+inline void madc_lo(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
+    set(d, (uint64_t)(uint32_t)((uint64_t)a * b) + c + carry_flag, false);
+}
+inline void mad_lo(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) { d = (uint32_t)((uint64_t)a * b) + c; }
+inline void mad_hi_cc(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
+    set(d, (((uint64_t)a * b) >> 32) + c, true);
+}
+inline void mad_hi(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
+    d = (uint32_t)(((uint64_t)a * b) >> 32) + c;
 }
 inline void madc_hi(uint32_t& d, uint32_t a, uint32_t b, uint32_t c) {
     set(d, (((uint64_t)a * b) >> 32) + c + carry_flag, false);

@@ -6,7 +6,8 @@
 // Protocol (little-endian 32-bit words on stdin and stdout): the word n, then five sections of n input
 // pairs each; for every pair the outputs listed below, in order.
 //   Fr, Fq, Fq2 pairs (a, b): a + b, a - b, a * b, a^2, 1/a (variable time; 0 for 0), and for Fr and
-//   Fq mul_fp64(a, b) (field/fp64.cuh) and a.mul_kara(b) (field/mont.cuh).
+//   Fq mul_fp64(a, b) (field/fp64.cuh), a.mul_kara(b), a.mul_shoup(w, wq) with w = b's canonical
+//   value and wq its Shoup quotient, and wq's limbs (field/mont.cuh).
 //   G1, G2 pairs of affine points (p, q) and a word k: in XYZZ (X, Y, ZZ, ZZZ): p + q (mixed),
 //   2p + q (mixed, ZZ != 1), 2p + 2q (full), 4p (doubling), k * p.
 // Then the MSM's batched affine round over G1 (msm/batch.cuh, BATCH_CHAINS chains per thread): the word
@@ -50,6 +51,10 @@ static bool fields(uint32_t n) {
         if constexpr (!std::is_same_v<F, Fq2>) {
             write(mul_fp64(a, b));
             write(a.mul_kara(b));
+            // Shoup's product by b's canonical value (so a * b in Montgomery form), and its quotient.
+            const F w = b.from_mont(), wq = w.shoup_quotient();
+            write(a.mul_shoup(w, wq));
+            write(wq);
         }
     }
     return true;

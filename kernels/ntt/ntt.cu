@@ -15,10 +15,15 @@ using namespace cuzk;
 
 // Which units the passes' multiplications use (kernels named ntt_pass, ntt_pass_fp64, ntt_pass_mixed and
 // likewise for ntt_pass_turn): 0 the integer multiply-adds (Fr's operator*), 1 the FP64 units
-// (mul_fp64), 2 both, warp by warp (mixed_takes_fp64). All give the same bits.
+// (mul_fp64), 2 both, warp by warp (mixed_takes_fp64). All give the same bits. SHOUP (the *_shoup
+// kernels) multiplies by the twiddles with Shoup's product on the integer units (Fr::mul_shoup): its
+// twiddle table holds the canonical values w^i, i < n/2, followed by their Shoup quotients, and its
+// other products are operator*'s.
+constexpr int SHOUP = 3;
+
 template <int U>
 __device__ __forceinline__ Fr mul(const Fr& a, const Fr& b) {
-    if constexpr (U == 0) {
+    if constexpr (U == 0 || U == SHOUP) {
         return a * b;
     } else if constexpr (U == 1) {
         return mul_fp64(a, b);
@@ -31,6 +36,14 @@ __device__ __forceinline__ Fr mul(const Fr& a, const Fr& b) {
 __device__ __forceinline__ Fr power(const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t i) {
     const uint32_t mask = (1u << lo_bits) - 1;
     return hi[i >> lo_bits] * lo[i & mask];
+}
+
+// x s^i from a two-level table in Shoup's form: lo and hi hold pairs (canonical value, its Shoup
+// quotient) at 2j and 2j + 1, for the same powers as power's tables; two Shoup products.
+__device__ __forceinline__ Fr times_power_shoup(const Fr& x, const Fr* lo, const Fr* hi, uint32_t lo_bits,
+                                                uint32_t i) {
+    const uint32_t h = i >> lo_bits, l = i & ((1u << lo_bits) - 1);
+    return x.mul_shoup(hi[2 * h], hi[2 * h + 1]).mul_shoup(lo[2 * l], lo[2 * l + 1]);
 }
 
 __device__ __forceinline__ uint32_t bit_reverse(uint32_t i, uint32_t log_n) {
@@ -68,18 +81,38 @@ extern "C" __global__ void ntt_bit_reverse(Fr* x, uint32_t log_n, Fr c, const Fr
     if (j != i) x[j] = xi * factor(c, lo, hi, lo_bits, powers, by_source ? i : j);
 }
 
+// x s^i from a two-level power table, in Shoup's form (SH) or Montgomery's.
+template <bool SH>
+__device__ __forceinline__ Fr times_power(const Fr& x, const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t i) {
+    if constexpr (SH) {
+        return times_power_shoup(x, lo, hi, lo_bits, i);
+    } else {
+        return x * power(lo, hi, lo_bits, i);
+    }
+}
+
 // The witness map's last step: the in-place bit reversal of x that also subtracts a second vector held
 // in the same bit-reversed order, x[k] = (x[rev(k)] * s^k - sub[rev(k)]) * c for every k (s from its
-// two-level power table); sub is left as it was.
-extern "C" __global__ void ntt_bit_reverse_minus(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr* lo,
-                                                 const Fr* hi, uint32_t lo_bits) {
+// two-level power table, in Shoup's form for the *_shoup kernels); sub is left as it was.
+template <bool SH>
+__device__ __forceinline__ void bit_reverse_minus(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr* lo,
+                                                  const Fr* hi, uint32_t lo_bits) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (1u << log_n)) return;
     const uint32_t j = bit_reverse(i, log_n);
     if (j < i) return;
     const Fr xi = x[i], xj = x[j], si = sub[i], sj = sub[j];
-    x[i] = (xj * power(lo, hi, lo_bits, i) - sj) * c;
-    if (j != i) x[j] = (xi * power(lo, hi, lo_bits, j) - si) * c;
+    x[i] = (times_power<SH>(xj, lo, hi, lo_bits, i) - sj) * c;
+    if (j != i) x[j] = (times_power<SH>(xi, lo, hi, lo_bits, j) - si) * c;
+}
+
+extern "C" __global__ void ntt_bit_reverse_minus(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr* lo,
+                                                 const Fr* hi, uint32_t lo_bits) {
+    bit_reverse_minus<false>(x, sub, log_n, c, lo, hi, lo_bits);
+}
+extern "C" __global__ void ntt_bit_reverse_minus_shoup(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr* lo,
+                                                       const Fr* hi, uint32_t lo_bits) {
+    bit_reverse_minus<true>(x, sub, log_n, c, lo, hi, lo_bits);
 }
 
 // The bit-reversal permutation (with the same optional scaling as ntt_bit_reverse) for log_n >= 8, by
@@ -90,7 +123,7 @@ extern "C" __global__ void ntt_bit_reverse_minus(Fr* x, const Fr* sub, uint32_t 
 // destination i, as ntt_bit_reverse_minus does.
 constexpr uint32_t TILE = 16, TILE_LOG = 4, TILE_PAD = TILE + 1;
 
-template <bool MINUS>
+template <bool MINUS, bool SH = false>
 __device__ __forceinline__ void bit_reverse_tiled(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr* lo,
                                                   const Fr* hi, uint32_t lo_bits, uint32_t powers, uint32_t scale) {
     // Tiles 0 and 1 hold x's two tiles, 2 and 3 sub's.
@@ -122,7 +155,7 @@ __device__ __forceinline__ void bit_reverse_tiled(Fr* x, const Fr* sub, uint32_t
             const uint32_t i = (a2 << a_shift) | (mids[1 - q] << TILE_LOG) | b2;
             Fr v = tile[q][src];
             if (MINUS) {
-                v = (v * power(lo, hi, lo_bits, i) - tile[2 + q][src]) * c;
+                v = (times_power<SH>(v, lo, hi, lo_bits, i) - tile[2 + q][src]) * c;
             } else if (scale == 2) {
                 v = v * factor(c, lo, hi, lo_bits, powers, i);
             }
@@ -139,6 +172,10 @@ extern "C" __global__ void ntt_bit_reverse_tiled(Fr* x, uint32_t log_n, Fr c, co
 extern "C" __global__ void ntt_bit_reverse_minus_tiled(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr* lo,
                                                        const Fr* hi, uint32_t lo_bits) {
     bit_reverse_tiled<true>(x, sub, log_n, c, lo, hi, lo_bits, 1, 2);
+}
+extern "C" __global__ void ntt_bit_reverse_minus_tiled_shoup(Fr* x, const Fr* sub, uint32_t log_n, Fr c,
+                                                             const Fr* lo, const Fr* hi, uint32_t lo_bits) {
+    bit_reverse_tiled<true, true>(x, sub, log_n, c, lo, hi, lo_bits, 1, 2);
 }
 
 // Field elements in shared memory as two arrays of 16-byte halves. Threads of a warp that read
@@ -167,17 +204,65 @@ struct Halves {
     }
 };
 
-// The 2^k - 1 twiddles per column that stages s0 .. s0+k-1 of the block's 2^c columns use, into tws.
-__device__ __forceinline__ void load_twiddles(Halves tws, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
-                                              uint32_t c, uint32_t low0) {
+// A pass's twiddles: those of stage t (pos < 2^t, column col of the block's 2^c) in shared memory
+// at ((2^t - 1 + pos) << c) + col, their values and with SHOUP their quotients. With SHOUP, a pass
+// over strided columns (c > 0, blocks of up to 2^10 elements) reads its last stage's twiddles (t = k
+// - 1, half of them, each used by one butterfly) from the table in device memory where it uses them,
+// so that values and quotients take no more shared memory than the Montgomery values of all stages
+// and the pass keeps three blocks a multiprocessor (with every twiddle in shared memory it held two,
+// and its strided passes ran 2% slower than Montgomery's on the H200; the last stage read from
+// device memory made them 3-14% faster on the H100, but a first pass 6% slower: its last stage's
+// twiddles are few, shared by every block and far apart in the table, so a first pass (c = 0,
+// blocks of at most 2^9 elements) keeps them all in shared memory).
+struct Twiddles {
+    Halves w, q;
+    const Fr* table;
+    uint32_t log_n, s0, c, low0, last;
+
+    // a times the twiddle of stage t at position pos of column col.
+    template <int U>
+    __device__ __forceinline__ Fr times(const Fr& a, uint32_t t, uint32_t pos, uint32_t col) const {
+        if constexpr (U == SHOUP) {
+            if (t == last) {
+                const uint32_t at = ((pos << s0) + low0 + col) << (log_n - 1 - s0 - t);
+                return a.mul_shoup(table[at], table[(1u << (log_n - 1)) + at]);
+            }
+            const uint32_t j = (((1u << t) - 1 + pos) << c) + col;
+            return a.mul_shoup(w.get(j), q.get(j));
+        } else {
+            return mul<U>(a, w.get((((1u << t) - 1 + pos) << c) + col));
+        }
+    }
+};
+
+// Loads into shared memory at `at` the 2^k - 1 twiddles per column that stages s0 .. s0+k-1 of the
+// block's 2^c columns use, from tw (w^i at i, i < n/2), and with SHOUP their quotients (at n/2 + i in
+// tw): room for 2^(k+c) elements, and with SHOUP for c = 0 half as many more; with SHOUP and c > 0
+// only those of stages below k - 1, 2^(k-1) - 1 of each per column (room for 2^(k+c) elements).
+template <int U>
+__device__ __forceinline__ Twiddles load_twiddles(Fr* at, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
+                                                  uint32_t c, uint32_t low0) {
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
-    for (uint32_t i = threadIdx.x; i < size - cols; i += blockDim.x) {
+    const bool last_apart = U == SHOUP && c > 0;
+    const uint32_t count = last_apart ? size / 2 : size;
+    const Twiddles tws{Halves::at(at, count), Halves::at(at + (U == SHOUP ? count : 0), count),
+                       tw,
+                       log_n,
+                       s0,
+                       c,
+                       low0,
+                       last_apart ? k - 1 : 0xffffffffu};
+    const Fr* twq = tw + (1u << (log_n - 1));
+    for (uint32_t i = threadIdx.x; i < count - cols; i += blockDim.x) {
         const uint32_t j = (i >> c) + 1;
         const uint32_t t = 31 - __clz(j);
         const uint32_t pos = j - (1u << t);
-        tws.set(i, tw[((pos << s0) + low0 + (i & (cols - 1))) << (log_n - 1 - s0 - t)]);
+        const uint32_t from = ((pos << s0) + low0 + (i & (cols - 1))) << (log_n - 1 - s0 - t);
+        tws.w.set(i, tw[from]);
+        if (U == SHOUP) tws.q.set(i, twq[from]);
     }
+    return tws;
 }
 
 // The k stages themselves on the block's elements in shared memory (data), twiddles in tws; every
@@ -186,7 +271,7 @@ __device__ __forceinline__ void load_twiddles(Halves tws, const Fr* tw, uint32_t
 // passes over strided columns, which never hold stage 1, are compiled without that code (with it they
 // took two registers more and ran 1-2% slower on the H200).
 template <int U, bool SKIP1>
-__device__ __forceinline__ void run_stages(Halves data, Halves tws, uint32_t s0, uint32_t k, uint32_t c,
+__device__ __forceinline__ void run_stages(Halves data, Twiddles tws, uint32_t s0, uint32_t k, uint32_t c,
                                            uint32_t dif) {
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
@@ -197,7 +282,6 @@ __device__ __forceinline__ void run_stages(Halves data, Halves tws, uint32_t s0,
             // elements, positions 0 and 1, so that the first, whose twiddle is w^0 = 1, multiplies by
             // nothing. A quarter of the stage's products go, at the price of 4-way bank conflicts
             // (a warp's groups are 64 bytes apart) in this stage's loads and stores.
-            const Fr w = tws.get(2);
             for (uint32_t g = threadIdx.x; g < size / 4; g += blockDim.x) {
                 const uint32_t i = 4 * g;
                 const Fr u0 = data.get(i), u1 = data.get(i + 1), v0 = data.get(i + 2), v1 = data.get(i + 3);
@@ -205,9 +289,9 @@ __device__ __forceinline__ void run_stages(Halves data, Halves tws, uint32_t s0,
                 data.set(i + 2, u0 - v0);
                 if (dif) {
                     data.set(i + 1, u1 + v1);
-                    data.set(i + 3, mul<U>(u1 - v1, w));
+                    data.set(i + 3, tws.times<U>(u1 - v1, 1, 1, 0));
                 } else {
-                    const Fr vw = mul<U>(v1, w);
+                    const Fr vw = tws.times<U>(v1, 1, 1, 0);
                     data.set(i + 1, u1 + vw);
                     data.set(i + 3, u1 - vw);
                 }
@@ -228,9 +312,9 @@ __device__ __forceinline__ void run_stages(Halves data, Halves tws, uint32_t s0,
                 data.set(i1, u - v);
             } else if (dif) {
                 data.set(i0, u + v);
-                data.set(i1, mul<U>(u - v, tws.get((((1u << t) - 1 + pos) << c) + col)));
+                data.set(i1, tws.times<U>(u - v, t, pos, col));
             } else {
-                const Fr vw = mul<U>(v, tws.get((((1u << t) - 1 + pos) << c) + col));
+                const Fr vw = tws.times<U>(v, t, pos, col);
                 data.set(i0, u + vw);
                 data.set(i1, u - vw);
             }
@@ -259,7 +343,7 @@ __device__ __forceinline__ void pass(Fr* x, const Fr* y, const Fr* tw, uint32_t 
     extern __shared__ Fr sh[];
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
-    const Halves data = Halves::at(sh, size), tws = Halves::at(sh + size, size);
+    const Halves data = Halves::at(sh, size);
     const uint32_t groups = 1u << (s0 - c);  // column groups per 2^(s0+k) block of rows
     const uint32_t low0 = (blockIdx.x & (groups - 1)) << c;
     const size_t base = ((size_t)(blockIdx.x >> (s0 - c)) << (s0 + k)) + low0;
@@ -267,7 +351,7 @@ __device__ __forceinline__ void pass(Fr* x, const Fr* y, const Fr* tw, uint32_t 
         const size_t at = base + ((size_t)(i >> c) << s0) + (i & (cols - 1));
         data.set(i, TIMES ? mul<U>(x[at], y[at]) : x[at]);
     }
-    load_twiddles(tws, tw, log_n, s0, k, c, low0);
+    const Twiddles tws = load_twiddles<U>(sh + size, tw, log_n, s0, k, c, low0);
     __syncthreads();
     run_stages<U, SKIP1>(data, tws, s0, k, c, dif);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
@@ -291,12 +375,16 @@ NTT_PASS(ntt_pass_first_mixed, 2, true, false)
 NTT_PASS(ntt_pass_times, 0, true, true)
 NTT_PASS(ntt_pass_times_fp64, 1, true, true)
 NTT_PASS(ntt_pass_times_mixed, 2, true, true)
+NTT_PASS(ntt_pass_shoup, SHOUP, false, false)
+NTT_PASS(ntt_pass_first_shoup, SHOUP, true, false)
+NTT_PASS(ntt_pass_times_shoup, SHOUP, true, true)
 
 // The witness map's turn from interpolation to evaluation on the coset, on each block of 2^k
 // consecutive elements: the last pass of an inverse transform decimated in frequency (stages k-1 .. 0,
 // twiddles itw), the scaling of the coefficient held at index i by c * s^rev(i) (rev over log_n bits:
 // the coefficients are in bit-reversed order; the constant c is folded into the table's hi powers,
-// so an element costs two multiplications), and the first pass of a forward transform decimated in
+// so an element costs two multiplications; with SHOUP the table is in Shoup's form, as
+// times_power_shoup reads it), and the first pass of a forward transform decimated in
 // time (stages 0 .. k-1, twiddles tw). The same as ntt_pass (dif), ntt_scale (bit-reversed) and
 // ntt_pass (dit) with s0 = 0, in one trip through global memory.
 template <int U>
@@ -304,17 +392,21 @@ __device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, ui
                                           const Fr* lo, const Fr* hi, uint32_t lo_bits) {
     extern __shared__ Fr sh[];
     const uint32_t size = 1u << k;
-    const Halves data = Halves::at(sh, size), tws = Halves::at(sh + size, size);
+    const Halves data = Halves::at(sh, size);
     const size_t base = (size_t)blockIdx.x << k;
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) data.set(i, x[base + i]);
-    load_twiddles(tws, itw, log_n, 0, k, 0, 0);
+    const Twiddles itws = load_twiddles<U>(sh + size, itw, log_n, 0, k, 0, 0);
     __syncthreads();
-    run_stages<U, true>(data, tws, 0, k, 0, 1);
+    run_stages<U, true>(data, itws, 0, k, 0, 1);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
         const uint32_t e = bit_reverse((uint32_t)base + i, log_n), mask = (1u << lo_bits) - 1;
-        data.set(i, mul<U>(data.get(i), mul<U>(hi[e >> lo_bits], lo[e & mask])));
+        if constexpr (U == SHOUP) {
+            data.set(i, times_power_shoup(data.get(i), lo, hi, lo_bits, e));
+        } else {
+            data.set(i, mul<U>(data.get(i), mul<U>(hi[e >> lo_bits], lo[e & mask])));
+        }
     }
-    load_twiddles(tws, tw, log_n, 0, k, 0, 0);
+    const Twiddles tws = load_twiddles<U>(sh + size, tw, log_n, 0, k, 0, 0);
     __syncthreads();
     run_stages<U, true>(data, tws, 0, k, 0, 0);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) x[base + i] = data.get(i);
@@ -331,6 +423,31 @@ extern "C" __global__ void ntt_pass_turn_fp64(Fr* x, const Fr* itw, const Fr* tw
 extern "C" __global__ void ntt_pass_turn_mixed(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
                                               const Fr* lo, const Fr* hi, uint32_t lo_bits) {
     pass_turn<2>(x, itw, tw, log_n, k, lo, hi, lo_bits);
+}
+extern "C" __global__ void ntt_pass_turn_shoup(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
+                                              const Fr* lo, const Fr* hi, uint32_t lo_bits) {
+    pass_turn<SHOUP>(x, itw, tw, log_n, k, lo, hi, lo_bits);
+}
+
+// A twiddle table for the *_shoup passes from a Montgomery one: for i < half, table[i] (Montgomery
+// form) becomes its canonical value and table[half + i] that value's Shoup quotient
+// floor(table[i] 2^256 / r).
+extern "C" __global__ void ntt_shoup_twiddles(Fr* table, uint32_t half) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= half) return;
+    const Fr canonical = table[i].from_mont();
+    table[i] = canonical;
+    table[half + i] = canonical.shoup_quotient();
+}
+
+// A power table's half in Shoup's form from Montgomery values at the even places: for j < count,
+// pairs[2j] (Montgomery form) becomes its canonical value and pairs[2j + 1] that value's quotient.
+extern "C" __global__ void ntt_shoup_pairs(Fr* pairs, uint32_t count) {
+    const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= count) return;
+    const Fr canonical = pairs[2 * j].from_mont();
+    pairs[2 * j] = canonical;
+    pairs[2 * j + 1] = canonical.shoup_quotient();
 }
 
 // x[i] *= c (and by s^i when `powers` is set, or by s^rev(i) when `rev_bits` is not 0, rev reversing

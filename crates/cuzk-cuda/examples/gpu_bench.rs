@@ -149,6 +149,19 @@ fn field_throughput(b: &CudaBackend, rows: &mut Vec<Row>) -> Result<(), CudaErro
         cpu_ms: None,
         note: format!("{rate:.3e} mul/s; {:.2}x the integer row; same outputs", rate / fr_rate),
     });
+    // Shoup's product by factors known ahead (the NTT passes' twiddles), their quotients built first.
+    let mut wt = gpu.upload(s, &[fr.as_slice(), fr.as_slice()].concat())?;
+    kernels::shoup_twiddles(gpu, s, &mut wt, &mut Default::default())?;
+    let ms = time_gpu(b, 5, || kernels::fr_mul_shoup_bench(gpu, s, &dfr, &wt, &mut ofr, iters))?;
+    assert!(gpu.download(s, &ofr)? == int_fr, "Fr mul_shoup differs from operator*");
+    let rate = muls / (ms / 1e3);
+    rows.push(Row {
+        what: "Fr mul throughput, mul_shoup (fixed factors)".into(),
+        size: format!("{muls:.2e} muls"),
+        gpu_ms: ms,
+        cpu_ms: None,
+        note: format!("{rate:.3e} mul/s; {:.2}x the integer row; same outputs", rate / fr_rate),
+    });
     let ms = time_gpu(b, 5, || kernels::fq_mul_kara_bench(gpu, s, &dfq, &mut ofq, iters))?;
     assert!(gpu.download(s, &ofq)? == int_fq, "Fq mul_kara differs from operator*");
     let rate = muls / (ms / 1e3);

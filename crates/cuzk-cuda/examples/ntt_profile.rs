@@ -1,11 +1,12 @@
 //! Times each kernel of a GPU NTT separately (CUDA events, median of 7 after a warm-up), to see where
 //! an NTT's time goes, then the whole transforms with the passes multiplying on each of the units
-//! (`MulUnits`) side by side, their outputs compared. Usage: ntt_profile [LOG_N...] (default 20 24).
+//! (`MulUnits`) and by Shoup's products (`Twiddles::Shoup`) side by side, their outputs compared.
+//! Usage: ntt_profile [LOG_N...] (default 20 24).
 
 use ark_bls12_381::Fr;
 use ark_ff::UniformRand;
 use cudarc::driver::CudaSlice;
-use cuzk_cuda::kernels::{self, Decimation, MulUnits, ScaleAt};
+use cuzk_cuda::kernels::{self, Decimation, MulUnits, ScaleAt, Twiddles};
 use cuzk_cuda::profile::Probe;
 use cuzk_cuda::{ntt, CudaBackend, CudaError, GpuFr};
 use cuzk_field::{DeviceFr, DeviceRepr};
@@ -121,15 +122,22 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
 }
 
 /// The coset NTT, the witness map's transforms and the first and a strided pass with each choice of
-/// units, in one process; every choice's outputs must equal the integer units'.
+/// units and of twiddle products, in one process; every choice's outputs must equal the integer
+/// units' with Montgomery twiddles.
 fn units_side_by_side(b: &CudaBackend, log_n: u32, host: &[GpuFr]) -> Result<(), CudaError> {
     let gpu = b.gpu();
     let s = gpu.compute_stream();
     let zinv = Fr::from(5u64);
     let mut reference: Option<(Vec<GpuFr>, Vec<GpuFr>)> = None;
     let mut base = [0.0f64; 2];
-    for units in [MulUnits::Integer, MulUnits::Fp64, MulUnits::Mixed] {
-        let t = ntt::NttTables::new(gpu, s, log_n)?.with_units(units);
+    let choices = [
+        (MulUnits::Integer, Twiddles::Montgomery),
+        (MulUnits::Fp64, Twiddles::Montgomery),
+        (MulUnits::Mixed, Twiddles::Montgomery),
+        (MulUnits::Integer, Twiddles::Shoup),
+    ];
+    for (units, form) in choices {
+        let t = ntt::NttTables::with_twiddles(gpu, s, log_n, form)?.with_units(units);
         let mut x = gpu.upload(s, host)?;
         ntt::ntt(gpu, s, &t, &mut x, NttKind::CosetForward)?;
         let coset = gpu.download(s, &x)?;
@@ -141,15 +149,18 @@ fn units_side_by_side(b: &CudaBackend, log_n: u32, host: &[GpuFr]) -> Result<(),
             Some((rc, rw)) => {
                 assert!(
                     *rc == coset,
-                    "2^{log_n}: the coset NTT on {units:?} differs from the integer units'"
+                    "2^{log_n}: the coset NTT on {units:?} {form:?} differs from the integer units'"
                 );
-                assert!(*rw == wm, "2^{log_n}: the witness map on {units:?} differs from the integer units'");
+                assert!(
+                    *rw == wm,
+                    "2^{log_n}: the witness map on {units:?} {form:?} differs from the integer units'"
+                );
             }
         }
         let coset_ms = time(b, || ntt::ntt(gpu, s, &t, &mut x, NttKind::CosetForward))?;
         let wm_ms =
             time(b, || ntt::witness_map(gpu, s, &t, &mut a, &mut bb, &mut c, zinv, &mut Probe::default()))?;
-        if units == MulUnits::Integer {
+        if (units, form) == choices[0] {
             base = [coset_ms, wm_ms];
         }
         let all = ntt::passes(log_n);
@@ -158,7 +169,7 @@ fn units_side_by_side(b: &CudaBackend, log_n: u32, host: &[GpuFr]) -> Result<(),
             pass_ms.push(time_pass(b, &mut x, &t, s0, k, Decimation::Time)?);
         }
         println!(
-            "2^{log_n} {units:?}: coset NTT {coset_ms:.3} ms ({:.3}x), witness map {wm_ms:.3} ms ({:.3}x), first / last pass {:.3} / {:.3} ms; outputs equal the integer units'",
+            "2^{log_n} {units:?} {form:?}: coset NTT {coset_ms:.3} ms ({:.3}x), witness map {wm_ms:.3} ms ({:.3}x), first / last pass {:.3} / {:.3} ms; outputs equal the integer units'",
             base[0] / coset_ms,
             base[1] / wm_ms,
             pass_ms.first().copied().unwrap_or(f64::NAN),

@@ -38,7 +38,7 @@ use cuzk_groth16::{
 use rayon::prelude::*;
 
 use crate::arena::{self, Arena, ArenaBuffer};
-use crate::kernels::MulUnits;
+use crate::kernels::{MulUnits, Twiddles};
 use crate::msm::{self, GpuBases, MsmConfig, Residency, MSM_RESERVE};
 use crate::ntt::{self, NttTables, MAX_LOG_N};
 use crate::profile::Probe;
@@ -314,6 +314,10 @@ impl CudaBackend {
         want: usize,
         reserve: usize,
     ) -> Result<usize, CudaError> {
+        // The domain's NTT tables first, so that the slots leave room for them.
+        if domain.is_power_of_two() && domain.trailing_zeros() <= crate::ntt::MAX_LOG_N {
+            self.tables(domain.trailing_zeros())?;
+        }
         let (free, _) = self.gpu.memory()?;
         let held = self.arena.slots_held(domain, variables);
         let fit = arena::slots_that_fit(free, reserve, domain, variables).saturating_add(held);
@@ -483,8 +487,16 @@ impl CudaBackend {
         if let Some(t) = map.get(&log_n) {
             return Ok(t.clone());
         }
+        // On the integer units the passes multiply by their twiddles with Shoup's product, whose
+        // table is twice the Montgomery one (2 GiB more a direction at 2^27); the FP64 units have only
+        // the Montgomery product.
+        let form = match self.ntt_units {
+            MulUnits::Integer => Twiddles::Shoup,
+            MulUnits::Fp64 | MulUnits::Mixed => Twiddles::Montgomery,
+        };
+        let stream = self.gpu.compute_stream();
         let t =
-            Arc::new(NttTables::new(&self.gpu, self.gpu.compute_stream(), log_n)?.with_units(self.ntt_units));
+            Arc::new(NttTables::with_twiddles(&self.gpu, stream, log_n, form)?.with_units(self.ntt_units));
         map.insert(log_n, t.clone());
         Ok(t)
     }

@@ -22,8 +22,12 @@ mod ptx {
 
 /// `log2` of the most elements one NTT pass block holds.
 pub(crate) const PASS_TILE_BITS: u32 = 10;
-/// Dynamic shared memory an NTT pass block may use: `2^PASS_TILE_BITS` elements and as many twiddles.
+/// Dynamic shared memory an NTT pass block may use: `2^PASS_TILE_BITS` elements and as many twiddles
+/// (the passes by Shoup's products take no more: `Twiddles::shared_bytes` in `kernels/ntt.rs`).
 pub(crate) const PASS_SHARED_BYTES: i32 = 2 * (1 << PASS_TILE_BITS) * 32;
+/// Pass kernels: one per [`MulUnits`](crate::kernels::MulUnits), in its order, then the one that
+/// multiplies by its twiddles with Shoup's product ([`Twiddles::Shoup`](crate::kernels::Twiddles)).
+pub(crate) const PASS_KINDS: usize = 4;
 
 /// Bins a block of `msm_scatter_bins` counts in shared memory at most (`STAGE_BINS` in msm.cu).
 pub(crate) const MAX_BINS: u32 = 1024;
@@ -56,15 +60,20 @@ pub(crate) struct NttKernels {
     /// by tiles from 2^8 up).
     pub(crate) bit_reverse_minus: CudaFunction,
     pub(crate) bit_reverse_minus_tiled: CudaFunction,
-    /// `ntt_pass` by each [`MulUnits`](crate::kernels::MulUnits), in its order: any pass.
-    pub(crate) pass: [CudaFunction; 3],
+    /// The same with the power table in Shoup's form.
+    pub(crate) bit_reverse_minus_shoup: CudaFunction,
+    pub(crate) bit_reverse_minus_tiled_shoup: CudaFunction,
+    /// `ntt_pass` of each kind ([`PASS_KINDS`]): any pass.
+    pub(crate) pass: [CudaFunction; PASS_KINDS],
     /// `ntt_pass_first`: a pass from stage 0, stage 1's products by 1 skipped.
-    pub(crate) pass_first: [CudaFunction; 3],
+    pub(crate) pass_first: [CudaFunction; PASS_KINDS],
     /// `ntt_pass_times`: a pass on `x ∘ y`.
-    pub(crate) pass_times: [CudaFunction; 3],
-    /// The witness map's fused last inverse pass, coset scaling and first forward pass, by each
-    /// [`MulUnits`](crate::kernels::MulUnits).
-    pub(crate) pass_turn: [CudaFunction; 3],
+    pub(crate) pass_times: [CudaFunction; PASS_KINDS],
+    /// The witness map's fused last inverse pass, coset scaling and first forward pass.
+    pub(crate) pass_turn: [CudaFunction; PASS_KINDS],
+    /// Shoup's twiddle tables, and power tables' halves in Shoup's form, from Montgomery values.
+    pub(crate) shoup_twiddles: CudaFunction,
+    pub(crate) shoup_pairs: CudaFunction,
     pub(crate) scale: CudaFunction,
     pub(crate) quotient: CudaFunction,
     /// The witness map's product on the coset, `a[i] *= b[i]`.
@@ -74,30 +83,39 @@ pub(crate) struct NttKernels {
 impl NttKernels {
     pub(crate) fn load(ctx: &Arc<CudaContext>) -> Result<Self, CudaError> {
         let m = load(ctx, ptx::NTT, "loading the NTT kernels")?;
-        let by_units = |names: [&'static str; 3]| -> Result<[CudaFunction; 3], CudaError> {
-            Ok([function(&m, names[0])?, function(&m, names[1])?, function(&m, names[2])?])
+        let kinds = |name: &'static str| -> Result<[CudaFunction; PASS_KINDS], CudaError> {
+            let f = |suffix: &str| -> Result<CudaFunction, CudaError> {
+                let full = format!("{name}{suffix}");
+                m.load_function(&full).during(name)
+            };
+            let kinds = [f("")?, f("_fp64")?, f("_mixed")?, f("_shoup")?];
+            for k in &kinds {
+                k.set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    PASS_SHARED_BYTES,
+                )
+                .during("configuring an NTT pass's shared memory")?;
+            }
+            Ok(kinds)
         };
-        let pass = by_units(["ntt_pass", "ntt_pass_fp64", "ntt_pass_mixed"])?;
-        let pass_first = by_units(["ntt_pass_first", "ntt_pass_first_fp64", "ntt_pass_first_mixed"])?;
-        let pass_times = by_units(["ntt_pass_times", "ntt_pass_times_fp64", "ntt_pass_times_mixed"])?;
-        let pass_turn = by_units(["ntt_pass_turn", "ntt_pass_turn_fp64", "ntt_pass_turn_mixed"])?;
-        for f in pass.iter().chain(&pass_first).chain(&pass_times).chain(&pass_turn) {
-            f.set_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                PASS_SHARED_BYTES,
-            )
-            .during("configuring an NTT pass's shared memory")?;
-        }
+        let pass = kinds("ntt_pass")?;
+        let pass_first = kinds("ntt_pass_first")?;
+        let pass_times = kinds("ntt_pass_times")?;
+        let pass_turn = kinds("ntt_pass_turn")?;
         Ok(Self {
             fill_powers: function(&m, "ntt_fill_powers")?,
             bit_reverse: function(&m, "ntt_bit_reverse")?,
             bit_reverse_tiled: function(&m, "ntt_bit_reverse_tiled")?,
             bit_reverse_minus: function(&m, "ntt_bit_reverse_minus")?,
             bit_reverse_minus_tiled: function(&m, "ntt_bit_reverse_minus_tiled")?,
+            bit_reverse_minus_shoup: function(&m, "ntt_bit_reverse_minus_shoup")?,
+            bit_reverse_minus_tiled_shoup: function(&m, "ntt_bit_reverse_minus_tiled_shoup")?,
             pass,
             pass_first,
             pass_times,
             pass_turn,
+            shoup_twiddles: function(&m, "ntt_shoup_twiddles")?,
+            shoup_pairs: function(&m, "ntt_shoup_pairs")?,
             scale: function(&m, "ntt_scale")?,
             quotient: function(&m, "quotient")?,
             mul: function(&m, "ntt_mul")?,
@@ -223,6 +241,7 @@ pub(crate) struct FieldKernels {
     pub(crate) fq_mul_bench: CudaFunction,
     pub(crate) fr_mul_kara_bench: CudaFunction,
     pub(crate) fq_mul_kara_bench: CudaFunction,
+    pub(crate) fr_mul_shoup_bench: CudaFunction,
     pub(crate) fr_mul_fp64_bench: CudaFunction,
     pub(crate) fq_mul_fp64_bench: CudaFunction,
     pub(crate) fq_inv_bench: CudaFunction,
@@ -240,6 +259,7 @@ impl FieldKernels {
             fq_mul_bench: function(&m, "fq_mul_bench")?,
             fr_mul_kara_bench: function(&m, "fr_mul_kara_bench")?,
             fq_mul_kara_bench: function(&m, "fq_mul_kara_bench")?,
+            fr_mul_shoup_bench: function(&m, "fr_mul_shoup_bench")?,
             fr_mul_fp64_bench: function(&m, "fr_mul_fp64_bench")?,
             fq_mul_fp64_bench: function(&m, "fq_mul_fp64_bench")?,
             fq_inv_bench: function(&m, "fq_inv_bench")?,

@@ -16,7 +16,7 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use cuzk_field::{DeviceFr, DeviceRepr};
 use cuzk_groth16::NttKind;
 
-use crate::kernels::{self, Decimation, MulUnits, PowerTable, ScaleAt, MAX_PASS_STAGES};
+use crate::kernels::{self, Decimation, MulUnits, PowerTable, ScaleAt, Twiddles, MAX_PASS_STAGES};
 use crate::profile::Probe;
 use crate::{CudaError, Gpu, GpuFr};
 
@@ -46,34 +46,50 @@ fn two_level(s: Fr, count: usize) -> (Vec<GpuFr>, Vec<GpuFr>, u32) {
 }
 
 fn upload_table(gpu: &Gpu, stream: &Arc<CudaStream>, s: Fr, count: usize) -> Result<PowerTable, CudaError> {
-    upload_scaled_table(gpu, stream, s, count, Fr::one())
+    upload_scaled_table(gpu, stream, s, count, Fr::one(), false)
 }
 
-/// The power table of `c·s^i`: `c` folded into the `hi` powers, so a power still costs one product.
+/// The power table of `c·s^i`: `c` folded into the `hi` powers, so a power still costs one product
+/// (two Shoup products in Shoup's form, [`PowerTable::shoup`]).
 fn upload_scaled_table(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
     s: Fr,
     count: usize,
     c: Fr,
+    shoup: bool,
 ) -> Result<PowerTable, CudaError> {
     let (lo, mut hi, lo_bits) = two_level(s, count);
     for h in &mut hi {
         *h = gpu_fr(&(h.0.to_ark_unchecked() * c));
     }
-    Ok(PowerTable { lo: gpu.upload(stream, &lo)?, hi: gpu.upload(stream, &hi)?, lo_bits })
+    let upload = |values: Vec<GpuFr>| -> Result<CudaSlice<GpuFr>, CudaError> {
+        if !shoup {
+            return gpu.upload(stream, &values);
+        }
+        // Each value at an even place, its quotient (computed on the device) after it.
+        let spread: Vec<GpuFr> = values.into_iter().flat_map(|v| [v, GpuFr::default()]).collect();
+        let mut pairs = gpu.upload(stream, &spread)?;
+        kernels::shoup_pairs(gpu, stream, &mut pairs, &mut Probe::default())?;
+        Ok(pairs)
+    };
+    Ok(PowerTable { lo: upload(lo)?, hi: upload(hi)?, lo_bits, shoup })
 }
 
 /// Twiddles and coset powers for one size, resident on the device.
 #[derive(Debug)]
 pub struct NttTables {
     log_n: u32,
+    /// The twiddles of the forward and inverse transforms, in `form`'s layout.
     forward: CudaSlice<GpuFr>,
     inverse: CudaSlice<GpuFr>,
+    form: Twiddles,
     coset: PowerTable,
     coset_inverse: PowerTable,
-    /// `g^i / n`: the witness map's scaling between its interpolations and coset evaluations.
+    /// `g^i / n`: the witness map's scaling between its interpolations and coset evaluations, and
+    /// `g^-i` for its last step, both in Shoup's form when the twiddles are.
     coset_over_n: PowerTable,
+    minus_powers: PowerTable,
     n_inv: GpuFr,
     one: GpuFr,
     /// The units the passes multiply on.
@@ -81,8 +97,18 @@ pub struct NttTables {
 }
 
 impl NttTables {
-    /// Builds the tables for `2^log_n` on `stream`.
+    /// Builds the tables for `2^log_n` on `stream`, Montgomery twiddles.
     pub fn new(gpu: &Gpu, stream: &Arc<CudaStream>, log_n: u32) -> Result<Self, CudaError> {
+        Self::with_twiddles(gpu, stream, log_n, Twiddles::Montgomery)
+    }
+
+    /// Builds the tables for `2^log_n` on `stream`, twiddles in `form`.
+    pub fn with_twiddles(
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        log_n: u32,
+        form: Twiddles,
+    ) -> Result<Self, CudaError> {
         if log_n > MAX_LOG_N {
             return Err(CudaError::Size { op: "ntt", size: 1 << log_n.min(62), reason: "larger than 2^28" });
         }
@@ -97,32 +123,42 @@ impl NttTables {
         let g = Fr::GENERATOR;
         let g_inv = g.inverse().unwrap_or_default();
         let n_inv = Fr::from(n as u64).inverse().unwrap_or_default();
-        let mut forward = gpu.zeros::<GpuFr>(stream, half)?;
-        let mut quiet = Probe::default();
-        kernels::fill_powers(
-            gpu,
-            stream,
-            &mut forward,
-            &upload_table(gpu, stream, omega, half)?,
-            &mut quiet,
-        )?;
-        let mut inverse = gpu.zeros::<GpuFr>(stream, half)?;
-        let table = upload_table(gpu, stream, omega_inv, half)?;
-        kernels::fill_powers(gpu, stream, &mut inverse, &table, &mut quiet)?;
+        let twiddles = |root: Fr| -> Result<CudaSlice<GpuFr>, CudaError> {
+            // Shoup's table is the powers' values then their quotients: the powers are filled over
+            // the whole table and the second half then overwritten.
+            let len = form.table_len(n);
+            debug_assert!(len >= half);
+            let mut table = gpu.zeros::<GpuFr>(stream, len)?;
+            let mut quiet = Probe::default();
+            kernels::fill_powers(
+                gpu,
+                stream,
+                &mut table,
+                &upload_table(gpu, stream, root, len)?,
+                &mut quiet,
+            )?;
+            if form == Twiddles::Shoup {
+                kernels::shoup_twiddles(gpu, stream, &mut table, &mut quiet)?;
+            }
+            Ok(table)
+        };
         Ok(Self {
             log_n,
-            forward,
-            inverse,
+            forward: twiddles(omega)?,
+            inverse: twiddles(omega_inv)?,
+            form,
             coset: upload_table(gpu, stream, g, n)?,
             coset_inverse: upload_table(gpu, stream, g_inv, n)?,
-            coset_over_n: upload_scaled_table(gpu, stream, g, n, n_inv)?,
+            coset_over_n: upload_scaled_table(gpu, stream, g, n, n_inv, form == Twiddles::Shoup)?,
+            minus_powers: upload_scaled_table(gpu, stream, g_inv, n, Fr::one(), form == Twiddles::Shoup)?,
             n_inv: gpu_fr(&n_inv),
             one: gpu_fr(&Fr::one()),
             units: MulUnits::Integer,
         })
     }
 
-    /// These tables with the passes multiplying on `units` (the integer units unless set).
+    /// These tables with the passes multiplying on `units` (the integer units unless set). Passes
+    /// with [`Twiddles::Shoup`] run on the integer units whatever `units` says.
     pub fn with_units(self, units: MulUnits) -> Self {
         Self { units, ..self }
     }
@@ -137,13 +173,9 @@ impl NttTables {
         self.log_n
     }
 
-    /// The twiddles `w^i` (or `w^-i`), `i < n/2`.
-    pub fn twiddles(&self, inverse: bool) -> &CudaSlice<GpuFr> {
-        if inverse {
-            &self.inverse
-        } else {
-            &self.forward
-        }
+    /// The twiddles `w^i` (or `w^-i`), `i < n/2`, and their table's form.
+    pub fn twiddles(&self, inverse: bool) -> (&CudaSlice<GpuFr>, Twiddles) {
+        (if inverse { &self.inverse } else { &self.forward }, self.form)
     }
 
     /// The coset powers `g^i` (or `g^-i`).
@@ -185,7 +217,7 @@ fn stages(
     stream: &Arc<CudaStream>,
     tables: &NttTables,
     x: &mut CudaSlice<GpuFr>,
-    tw: &CudaSlice<GpuFr>,
+    tw: (&CudaSlice<GpuFr>, Twiddles),
     decimation: Decimation,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
@@ -231,10 +263,10 @@ pub fn ntt_probed(
             let pre =
                 (kind == NttKind::CosetForward).then_some(ScaleAt::Source(tables.one, Some(&tables.coset)));
             kernels::bit_reverse(gpu, stream, x, log_n, pre, probe)?;
-            stages(gpu, stream, tables, x, &tables.forward, Decimation::Time, probe)
+            stages(gpu, stream, tables, x, tables.twiddles(false), Decimation::Time, probe)
         }
         NttKind::Inverse | NttKind::CosetInverse => {
-            stages(gpu, stream, tables, x, &tables.inverse, Decimation::Frequency, probe)?;
+            stages(gpu, stream, tables, x, tables.twiddles(true), Decimation::Frequency, probe)?;
             let powers = (kind == NttKind::CosetInverse).then_some(&tables.coset_inverse);
             let scale = Some(ScaleAt::Destination(tables.n_inv, powers));
             kernels::bit_reverse(gpu, stream, x, log_n, scale, probe)
@@ -285,7 +317,7 @@ pub fn witness_map(
                     gpu,
                     stream,
                     x,
-                    &tables.inverse,
+                    tables.twiddles(true),
                     log_n,
                     s0,
                     k,
@@ -300,6 +332,7 @@ pub fn witness_map(
                 x,
                 &tables.inverse,
                 &tables.forward,
+                tables.form,
                 log_n,
                 k0,
                 &tables.coset_over_n,
@@ -311,7 +344,7 @@ pub fn witness_map(
                     gpu,
                     stream,
                     x,
-                    &tables.forward,
+                    tables.twiddles(false),
                     log_n,
                     s0,
                     k,
@@ -322,18 +355,18 @@ pub fn witness_map(
             }
         }
     }
-    stages(gpu, stream, tables, c, &tables.inverse, Decimation::Frequency, probe)?;
+    stages(gpu, stream, tables, c, tables.twiddles(true), Decimation::Frequency, probe)?;
     // a·b on the coset, formed as the first pass of its interpolation loads a and b.
     let mut times = Some(&*b);
     for &(s0, k) in all.iter().rev() {
-        let (tw, units, dif) = (&tables.inverse, tables.units, Decimation::Frequency);
+        let (tw, units, dif) = (tables.twiddles(true), tables.units, Decimation::Frequency);
         kernels::ntt_pass_times(gpu, stream, a, times.take(), tw, log_n, s0, k, dif, units, probe)?;
     }
     if let Some(b) = times {
         kernels::pointwise_mul(gpu, stream, a, b, probe)?;
     }
     let last = gpu_fr(&(tables.n_inv.0.to_ark_unchecked() * z_inv));
-    kernels::bit_reverse_minus(gpu, stream, a, c, log_n, last, &tables.coset_inverse, probe)
+    kernels::bit_reverse_minus(gpu, stream, a, c, log_n, last, &tables.minus_powers, probe)
 }
 
 #[cfg(test)]

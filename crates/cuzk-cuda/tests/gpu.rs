@@ -275,19 +275,25 @@ fn witness_map_transforms_match_the_cpu_on_random_evaluations() {
 }
 
 #[test]
-fn ntt_passes_on_the_fp64_units_match_ark_poly_and_the_cpu_witness_map() {
-    // The passes with their multiplications on the FP64 units (every warp, or alternate warps) give
-    // the same bits as ark-poly's transforms and the CPU's witness map.
+fn ntt_passes_on_the_fp64_units_and_by_shoup_match_ark_poly_and_the_cpu_witness_map() {
+    // The passes with their multiplications on the FP64 units (every warp, or alternate warps), on
+    // the integer units with Montgomery's or Shoup's products by their twiddles (the backend's
+    // tables take Shoup's on the integer units), give the same bits as ark-poly's transforms and the
+    // CPU's witness map.
     let gpu = backend();
     let (g, s) = (gpu.gpu(), gpu.gpu().compute_stream());
     let mut rng = seeded_rng("ntt_units");
     let to_gpu = |v: &[Fr]| v.iter().map(|x| GpuFr(DeviceFr::from_ark(x))).collect::<Vec<_>>();
     let to_ark =
         |v: Vec<GpuFr>| v.iter().map(|x| x.0.to_ark_checked(0).expect("reduced")).collect::<Vec<Fr>>();
-    for units in [kernels::MulUnits::Fp64, kernels::MulUnits::Mixed] {
+    let (fp64, mixed, integer) =
+        (kernels::MulUnits::Fp64, kernels::MulUnits::Mixed, kernels::MulUnits::Integer);
+    let (montgomery, shoup) = (kernels::Twiddles::Montgomery, kernels::Twiddles::Shoup);
+    for (units, form) in [(fp64, montgomery), (mixed, montgomery), (integer, montgomery), (integer, shoup)] {
         for log_n in (1u32..=12).chain([17, 21]) {
             let n = 1usize << log_n;
-            let t = cuzk_cuda::ntt::NttTables::new(g, s, log_n).unwrap().with_units(units);
+            let t = cuzk_cuda::ntt::NttTables::with_twiddles(g, s, log_n, form).unwrap().with_units(units);
+            let units = format!("{units:?} {form:?}");
             let input = random_frs(&mut rng, n);
             for kind in ALL {
                 let mut x = g.upload(s, &to_gpu(&input)).unwrap();
@@ -309,6 +315,34 @@ fn ntt_passes_on_the_fp64_units_match_ark_poly_and_the_cpu_witness_map() {
             CpuBackend.witness_map_polys(&mut ca, &mut cb, &mut cc, z_inv).unwrap();
             let diff = first_difference(&to_ark(g.download(s, &ga).unwrap()), &ca.0);
             assert!(diff.is_none(), "{units:?}: witness map of 2^{log_n} differs from the CPU's at {diff:?}");
+        }
+    }
+}
+
+#[test]
+fn shoup_twiddle_tables_hold_canonical_powers_and_their_quotients() {
+    // Each table: w^i in canonical form for i < n/2, then floor(w^i 2^256 / r) (by the definition,
+    // checked with integers on the host), and the Montgomery table's w^i are the same powers.
+    let gpu = backend();
+    let (g, s) = (gpu.gpu(), gpu.gpu().compute_stream());
+    for log_n in [1u32, 2, 5, 11, 16] {
+        let t = cuzk_cuda::ntt::NttTables::with_twiddles(g, s, log_n, kernels::Twiddles::Shoup).unwrap();
+        let m = cuzk_cuda::ntt::NttTables::new(g, s, log_n).unwrap();
+        let half = 1usize << (log_n - 1);
+        for inverse in [false, true] {
+            let (table, form) = t.twiddles(inverse);
+            assert_eq!(form, kernels::Twiddles::Shoup);
+            let got = g.download(s, table).unwrap();
+            assert_eq!(got.len(), 2 * half, "2^{log_n}: Shoup table length");
+            let powers = g.download(s, m.twiddles(inverse).0).unwrap();
+            for i in 0..half {
+                let w = powers[i].0.to_ark_checked(0).expect("reduced");
+                assert_eq!(got[i].0.limbs, w.into_bigint().0, "2^{log_n} inverse {inverse}: canonical w^{i}");
+                assert!(
+                    cuzk_testkit::is_shoup_quotient(&got[i].0.limbs, &got[half + i].0.limbs, &Fr::MODULUS.0),
+                    "2^{log_n} inverse {inverse}: quotient of w^{i}"
+                );
+            }
         }
     }
 }

@@ -10,7 +10,7 @@ use ark_bls12_381::{Fq, Fq2, Fr, G1Affine, G1Projective, G2Affine, G2Projective}
 use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{AdditiveGroup, BigInt, BigInteger, Field, One, PrimeField, UniformRand, Zero};
 use cuzk_field::{DeviceFq, DeviceFr, DeviceG1Affine, DeviceG2Affine, DeviceRepr};
-use cuzk_testkit::seeded_rng;
+use cuzk_testkit::{is_shoup_quotient, seeded_rng};
 use rand::{rngs::StdRng, Rng};
 
 fn root() -> PathBuf {
@@ -240,22 +240,26 @@ fn kernel_arithmetic_on_the_host_matches_arkworks() {
     let mut r = Reader(out.stdout, 0);
 
     for (i, (a, b)) in frs.iter().enumerate() {
-        let got = [r.fr(), r.fr(), r.fr(), r.fr(), r.fr(), r.fr(), r.fr()];
+        let got = [r.fr(), r.fr(), r.fr(), r.fr(), r.fr(), r.fr(), r.fr(), r.fr()];
         let inv = a.inverse().unwrap_or_default();
         assert_eq!(
             got,
-            [*a + b, *a - b, *a * b, a.square(), inv, *a * b, *a * b],
-            "Fr pair {i}: add, sub, mul, sqr, inverse, mul_fp64, mul_kara"
+            [*a + b, *a - b, *a * b, a.square(), inv, *a * b, *a * b, *a * b],
+            "Fr pair {i}: add, sub, mul, sqr, inverse, mul_fp64, mul_kara, mul_shoup"
         );
+        let wq = r.limbs::<4>();
+        assert!(is_shoup_quotient(&b.into_bigint().0, &wq, &Fr::MODULUS.0), "Fr pair {i}: Shoup quotient");
     }
     for (i, (a, b)) in fqs.iter().enumerate() {
-        let got = [r.fq(), r.fq(), r.fq(), r.fq(), r.fq(), r.fq(), r.fq()];
+        let got = [r.fq(), r.fq(), r.fq(), r.fq(), r.fq(), r.fq(), r.fq(), r.fq()];
         let inv = a.inverse().unwrap_or_default();
         assert_eq!(
             got,
-            [*a + b, *a - b, *a * b, a.square(), inv, *a * b, *a * b],
-            "Fq pair {i}: add, sub, mul, sqr, inverse, mul_fp64, mul_kara"
+            [*a + b, *a - b, *a * b, a.square(), inv, *a * b, *a * b, *a * b],
+            "Fq pair {i}: add, sub, mul, sqr, inverse, mul_fp64, mul_kara, mul_shoup"
         );
+        let wq = r.limbs::<6>();
+        assert!(is_shoup_quotient(&b.into_bigint().0, &wq, &Fq::MODULUS.0), "Fq pair {i}: Shoup quotient");
     }
     for (i, (a, b)) in fq2s.iter().enumerate() {
         let got = [r.fq2(), r.fq2(), r.fq2(), r.fq2(), r.fq2()];

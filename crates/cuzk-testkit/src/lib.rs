@@ -184,3 +184,35 @@ pub fn filecoin_parameter_dir() -> std::path::PathBuf {
     })
     .clone()
 }
+
+/// x y as 2N little-endian u64 limbs.
+fn wide_product(x: &[u64], y: &[u64]) -> Vec<u64> {
+    let mut out = vec![0u64; x.len() + y.len()];
+    for (i, &xi) in x.iter().enumerate() {
+        let mut carry = 0u128;
+        for (j, &yj) in y.iter().enumerate() {
+            let t = xi as u128 * yj as u128 + out[i + j] as u128 + carry;
+            out[i + j] = t as u64;
+            carry = t >> 64;
+        }
+        out[i + y.len()] = carry as u64;
+    }
+    out
+}
+
+/// Whether `wq = floor(w·2^(64N) / p)` for little-endian u64 limbs (N of each): `wq·p <= w·2^(64N) <
+/// wq·p + p`. The quotient a Shoup product by `w` needs (`Fr::mul_shoup` in the CUDA kernels).
+pub fn is_shoup_quotient(w: &[u64], wq: &[u64], p: &[u64]) -> bool {
+    let n = w.len();
+    let low = wide_product(wq, p);
+    let shifted: Vec<u64> = std::iter::repeat_n(0, n).chain(w.iter().copied()).collect();
+    let mut high = low.clone();
+    let mut carry = 0u128;
+    for (k, limb) in high.iter_mut().enumerate() {
+        let t = *limb as u128 + p.get(k).copied().unwrap_or(0) as u128 + carry;
+        *limb = t as u64;
+        carry = t >> 64;
+    }
+    let le = |x: &[u64], y: &[u64]| x.iter().rev().cmp(y.iter().rev()) != std::cmp::Ordering::Greater;
+    le(&low, &shifted) && (carry != 0 || !le(&high, &shifted))
+}

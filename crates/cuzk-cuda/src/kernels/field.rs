@@ -94,6 +94,30 @@ mul_bench!(
     fq_mul_kara_bench, GpuFq
 );
 
+/// Throughput probe: as [`fr_mul_bench`], by Shoup's product (`mul_shoup` in
+/// `kernels/field/mont.cuh`) with factors given as a [`super::Twiddles::Shoup`] table `wt` of `a`'s
+/// elements (canonical values, then quotients: [`super::shoup_twiddles`] of `a` twice over).
+pub fn fr_mul_shoup_bench(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    a: &CudaSlice<GpuFr>,
+    wt: &CudaSlice<GpuFr>,
+    out: &mut CudaSlice<GpuFr>,
+    iters: u32,
+) -> Result<(), CudaError> {
+    expect_len("fr_mul_shoup_bench", a.len(), out.len())?;
+    expect_len("fr_mul_shoup_bench", 2 * a.len(), wt.len())?;
+    let n = count("fr_mul_shoup_bench", a.len())?;
+    let f = &gpu.field_kernels()?.fr_mul_shoup_bench;
+    // SAFETY: matches `fr_mul_shoup_bench(const Fr* a, const Fr* wt, Fr* out, uint32_t n, uint32_t
+    // iters)`; a and out have n elements, wt 2n.
+    unsafe {
+        stream.launch_builder(f).arg(a).arg(wt).arg(out).arg(&n).arg(&iters).launch(elementwise(n as usize))
+    }
+    .during("fr_mul_shoup_bench")?;
+    Ok(())
+}
+
 /// Launches a throughput kernel `(const F* a, F* out, uint32_t n, uint32_t iters, uint32_t choice)`
 /// over `a`'s elements.
 fn launch_chains<T: cudarc::driver::DeviceRepr>(

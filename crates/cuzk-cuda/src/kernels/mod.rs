@@ -18,11 +18,11 @@ pub(crate) mod r1cs;
 #[cfg(feature = "bench-kernels")]
 pub use field::{
     fq2_ops, fq_inv_bench, fq_mul_bench, fq_mul_fp64_bench, fq_mul_kara_bench, fq_ops, fr_mul_bench,
-    fr_mul_fp64_bench, fr_mul_kara_bench, fr_ops, FqInverse, FIELD_OPS, FQ2_OPS,
+    fr_mul_fp64_bench, fr_mul_kara_bench, fr_mul_shoup_bench, fr_ops, FqInverse, FIELD_OPS, FQ2_OPS,
 };
 pub use ntt::{
     bit_reverse, bit_reverse_minus, fill_powers, ntt_pass, ntt_pass_times, ntt_pass_turn, pointwise_mul,
-    quotient, scale, Decimation, PowerTable, ScaleAt, MAX_PASS_STAGES,
+    quotient, scale, shoup_pairs, shoup_twiddles, Decimation, PowerTable, ScaleAt, Twiddles, MAX_PASS_STAGES,
 };
 
 /// Which units a kernel's field multiplications use: the NTT passes' (`kernels/ntt/ntt.cu`), G1's
@@ -30,7 +30,8 @@ pub use ntt::{
 /// same bits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum MulUnits {
-    /// The 32-bit integer multiply-adds (Fr's `operator*`).
+    /// The 32-bit integer multiply-adds (Fr's `operator*`; a backend's NTT passes on these units
+    /// multiply by their twiddles with Shoup's product, [`Twiddles::Shoup`]).
     #[default]
     Integer = 0,
     /// The FP64 units (`mul_fp64`, `kernels/field/fp64.cuh`).

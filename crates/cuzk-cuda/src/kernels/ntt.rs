@@ -6,7 +6,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::{count, elementwise, expect_len, MulUnits, BLOCK};
-use crate::modules::PASS_TILE_BITS;
+use crate::modules::{PASS_KINDS, PASS_TILE_BITS};
 use crate::profile::Probe;
 use crate::{CudaError, DriverContext, Gpu, GpuFr};
 
@@ -19,31 +19,143 @@ pub struct PowerTable {
     pub hi: CudaSlice<GpuFr>,
     /// Bits of the index served by `lo`.
     pub lo_bits: u32,
+    /// Shoup's form: each power a pair, its canonical value at `2j` and its Shoup quotient at
+    /// `2j + 1` ([`shoup_pairs`]), for the kernels that multiply by Shoup's product (the witness
+    /// map's with [`Twiddles::Shoup`]); the others take Montgomery values.
+    pub shoup: bool,
 }
 
 impl PowerTable {
     /// How many powers the table can produce.
     pub fn capacity(&self) -> usize {
-        self.hi.len() << self.lo_bits
+        (self.hi.len() / if self.shoup { 2 } else { 1 }) << self.lo_bits
     }
 }
 
 /// `(lo, hi, lo_bits, use)`: a power table's kernel arguments.
 type TableArgs<'a> = (&'a CudaSlice<GpuFr>, &'a CudaSlice<GpuFr>, u32, u32);
 
-/// The kernel arguments for an optional power table covering `n` powers: `(lo, hi, lo_bits, use)`,
-/// with a dummy buffer (never read, `use = 0`) when there is no table.
+/// The kernel arguments for an optional power table covering `n` powers, in Shoup's form or not as
+/// `shoup` says: `(lo, hi, lo_bits, use)`, with a dummy buffer (never read, `use = 0`) when there is
+/// no table.
 fn table_args<'a>(
     gpu: &'a Gpu,
     op: &'static str,
     table: Option<&'a PowerTable>,
     n: usize,
+    shoup: bool,
 ) -> Result<TableArgs<'a>, CudaError> {
     match table {
+        Some(t) if t.shoup != shoup => Err(CudaError::Size {
+            op,
+            size: n,
+            reason: "the power table is not in the form (Shoup's or Montgomery's) this kernel reads",
+        }),
         Some(t) if t.capacity() < n => Err(CudaError::Length { op, expected: n, got: t.capacity() }),
         Some(t) => Ok((&t.lo, &t.hi, t.lo_bits, 1)),
         None => Ok((&gpu.dummy, &gpu.dummy, 0, 0)),
     }
+}
+
+/// How the NTT passes multiply by their twiddles, which decides what a twiddle table holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Twiddles {
+    /// Montgomery products on the passes' [`MulUnits`]: the table holds `w^i`, `i < n/2`, in
+    /// Montgomery form.
+    #[default]
+    Montgomery,
+    /// Shoup's products on the integer units (`Fr::mul_shoup` in `kernels/field/mont.cuh`): the
+    /// table holds the canonical values of `w^i`, `i < n/2`, then their quotients
+    /// `floor(w^i·2^256 / r)` ([`shoup_twiddles`]), twice the memory. The passes' other products (the
+    /// witness map's `a·b` and coset scaling) stay Montgomery's on the integer units, whatever
+    /// [`MulUnits`] says. A pass over strided columns keeps its last stage's twiddles (half of them,
+    /// each used once) in device memory, so that the others and their quotients fit the shared
+    /// memory of the Montgomery pass.
+    Shoup,
+}
+
+impl Twiddles {
+    /// Elements a table of this form holds for a transform of `n` elements.
+    pub fn table_len(self, n: usize) -> usize {
+        let half = (n / 2).max(1);
+        match self {
+            Self::Montgomery => half,
+            Self::Shoup => 2 * half,
+        }
+    }
+
+    /// Which of the pass kernels ([`PASS_KINDS`]) runs a pass with these twiddles on `units`.
+    fn kernel(self, units: MulUnits) -> usize {
+        match self {
+            Self::Montgomery => units as usize,
+            Self::Shoup => PASS_KINDS - 1,
+        }
+    }
+
+    /// Dynamic shared memory of a pass block of `tile` elements in `2^c` columns: the elements and
+    /// the twiddles; with Shoup's, their quotients too, where a pass over strided columns (`c > 0`)
+    /// keeps only those of the stages before its last (which it reads from the table where it uses
+    /// them): as many bytes as Montgomery's then, half as many more for a first pass (at most 2^9
+    /// elements a block, 48 KiB).
+    fn shared_bytes(self, tile: u32, c: u32) -> u32 {
+        let halves = match self {
+            Self::Shoup if c == 0 => 6,
+            _ => 4,
+        };
+        halves * tile * std::mem::size_of::<GpuFr>() as u32 / 2
+    }
+}
+
+/// Turns a Montgomery twiddle table (its first `table.len() / 2` elements: `w^i` in Montgomery
+/// form) into a [`Twiddles::Shoup`] one in place: the first half becomes the canonical values, the
+/// second their Shoup quotients (by long division on the device, once per table).
+pub fn shoup_twiddles(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    table: &mut CudaSlice<GpuFr>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    if !table.len().is_multiple_of(2) {
+        return Err(CudaError::Length { op: "shoup_twiddles", expected: table.len() + 1, got: table.len() });
+    }
+    let half = count("shoup_twiddles", table.len() / 2)?;
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `ntt_shoup_twiddles(Fr* table, uint32_t half)`, which touches table[i] and
+    // table[half + i] for i < half: within the table's 2 half elements.
+    unsafe {
+        stream
+            .launch_builder(&gpu.ntt.shoup_twiddles)
+            .arg(table)
+            .arg(&half)
+            .launch(elementwise(half as usize))
+    }
+    .during("ntt_shoup_twiddles")?;
+    probe.after(gpu, stream, "shoup twiddles")?;
+    Ok(())
+}
+
+/// Turns Montgomery values at the even places of `pairs` into a power table's half in Shoup's form
+/// ([`PowerTable::shoup`]) in place: each becomes its canonical value, and the odd place after it
+/// that value's Shoup quotient.
+pub fn shoup_pairs(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    pairs: &mut CudaSlice<GpuFr>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    if !pairs.len().is_multiple_of(2) {
+        return Err(CudaError::Length { op: "shoup_pairs", expected: pairs.len() + 1, got: pairs.len() });
+    }
+    let count = count("shoup_pairs", pairs.len() / 2)?;
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `ntt_shoup_pairs(Fr* pairs, uint32_t count)`, which touches pairs[2j] and
+    // pairs[2j + 1] for j < count: within the 2 count elements.
+    unsafe {
+        stream.launch_builder(&gpu.ntt.shoup_pairs).arg(pairs).arg(&count).launch(elementwise(count as usize))
+    }
+    .during("ntt_shoup_pairs")?;
+    probe.after(gpu, stream, "shoup pairs")?;
+    Ok(())
 }
 
 /// `out[i] = s^i` for `i < out.len()`.
@@ -55,9 +167,7 @@ pub fn fill_powers(
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
     let n = count("fill_powers", out.len())?;
-    if table.capacity() < out.len() {
-        return Err(CudaError::Length { op: "fill_powers", expected: out.len(), got: table.capacity() });
-    }
+    table_args(gpu, "fill_powers", Some(table), out.len(), false)?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `ntt_fill_powers(Fr* out, const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t n)`;
     // the kernel reads lo[< 2^lo_bits] and hi[< n >> lo_bits], both in range by the capacity check.
@@ -123,7 +233,7 @@ pub fn bit_reverse(
         Some(ScaleAt::Source(c, t)) => (c, t, 1),
         Some(ScaleAt::Destination(c, t)) => (c, t, 2),
     };
-    let (lo, hi, lo_bits, powers) = table_args(gpu, "bit_reverse", table, n)?;
+    let (lo, hi, lo_bits, powers) = table_args(gpu, "bit_reverse", table, n, false)?;
     let (function, cfg) = bit_reversal_launch(log_n, &gpu.ntt.bit_reverse_tiled, &gpu.ntt.bit_reverse);
     probe.before(gpu, stream)?;
     // SAFETY: both kernels have the signature `(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
@@ -150,7 +260,8 @@ pub fn bit_reverse(
 
 /// The witness map's last step: the in-place bit reversal of `x` (length `2^log_n`) that subtracts
 /// `sub`, held in the same bit-reversed order, on the way: `x[k] = (x[rev k]·s^k − sub[rev k])·c` for
-/// every `k`, `s` given by `table` (which must cover `2^log_n` powers). `sub` is not changed.
+/// every `k`, `s` given by `table` (which must cover `2^log_n` powers; in Shoup's form, its products
+/// by `s^k` are Shoup's). `sub` is not changed.
 #[allow(clippy::too_many_arguments)]
 pub fn bit_reverse_minus(
     gpu: &Gpu,
@@ -166,9 +277,12 @@ pub fn bit_reverse_minus(
     expect_len("bit_reverse_minus", n, x.len())?;
     expect_len("bit_reverse_minus", n, sub.len())?;
     count("bit_reverse_minus", n)?;
-    let (lo, hi, lo_bits, _) = table_args(gpu, "bit_reverse_minus", Some(table), n)?;
-    let (function, cfg) =
-        bit_reversal_launch(log_n, &gpu.ntt.bit_reverse_minus_tiled, &gpu.ntt.bit_reverse_minus);
+    let (lo, hi, lo_bits, _) = table_args(gpu, "bit_reverse_minus", Some(table), n, table.shoup)?;
+    let (function, cfg) = if table.shoup {
+        bit_reversal_launch(log_n, &gpu.ntt.bit_reverse_minus_tiled_shoup, &gpu.ntt.bit_reverse_minus_shoup)
+    } else {
+        bit_reversal_launch(log_n, &gpu.ntt.bit_reverse_minus_tiled, &gpu.ntt.bit_reverse_minus)
+    };
     probe.before(gpu, stream)?;
     // SAFETY: both kernels have the signature `(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr*
     // lo, const Fr* hi, uint32_t lo_bits)`; x and sub have 2^log_n elements (the tiled one needs log_n
@@ -211,7 +325,7 @@ pub fn ntt_pass(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
     x: &mut CudaSlice<GpuFr>,
-    tw: &CudaSlice<GpuFr>,
+    tw: (&CudaSlice<GpuFr>, Twiddles),
     log_n: u32,
     s0: u32,
     k: u32,
@@ -220,6 +334,20 @@ pub fn ntt_pass(
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
     ntt_pass_times(gpu, stream, x, None, tw, log_n, s0, k, decimation, units, probe)
+}
+
+/// Checks that a twiddle table of `form` serves a transform of `n` elements.
+fn check_twiddles(
+    op: &'static str,
+    table: &CudaSlice<GpuFr>,
+    form: Twiddles,
+    n: usize,
+) -> Result<(), CudaError> {
+    let need = form.table_len(n);
+    if table.len() < need {
+        return Err(CudaError::Length { op, expected: need, got: table.len() });
+    }
+    Ok(())
 }
 
 /// [`ntt_pass`] on `x ∘ y` when `y` is given: each element of `x` is multiplied by `y`'s at the same
@@ -231,7 +359,7 @@ pub fn ntt_pass_times(
     stream: &Arc<CudaStream>,
     x: &mut CudaSlice<GpuFr>,
     y: Option<&CudaSlice<GpuFr>>,
-    tw: &CudaSlice<GpuFr>,
+    (tw, form): (&CudaSlice<GpuFr>, Twiddles),
     log_n: u32,
     s0: u32,
     k: u32,
@@ -244,9 +372,7 @@ pub fn ntt_pass_times(
     }
     let n = 1usize << log_n;
     expect_len("ntt_pass", n, x.len())?;
-    if tw.len() < (n / 2).max(1) {
-        return Err(CudaError::Length { op: "ntt_pass", expected: n / 2, got: tw.len() });
-    }
+    check_twiddles("ntt_pass", tw, form, n)?;
     if k == 0 || k > MAX_PASS_STAGES || s0 + k > log_n {
         return Err(CudaError::Size { op: "ntt_pass", size: k as usize, reason: "stages out of range" });
     }
@@ -255,20 +381,23 @@ pub fn ntt_pass_times(
     let cfg = LaunchConfig {
         grid_dim: ((n >> (k + c)) as u32, 1, 1),
         block_dim: (pass_threads(tile), 1, 1),
-        shared_mem_bytes: 2 * tile * std::mem::size_of::<GpuFr>() as u32,
+        shared_mem_bytes: form.shared_bytes(tile, c),
     };
     let dif = u32::from(decimation == Decimation::Frequency);
+    let kind = form.kernel(units);
     let (function, y) = match y {
-        Some(y) => (&gpu.ntt.pass_times[units as usize], y),
-        None if s0 == 0 => (&gpu.ntt.pass_first[units as usize], &gpu.dummy),
-        None => (&gpu.ntt.pass[units as usize], &gpu.dummy),
+        Some(y) => (&gpu.ntt.pass_times[kind], y),
+        None if s0 == 0 => (&gpu.ntt.pass_first[kind], &gpu.dummy),
+        None => (&gpu.ntt.pass[kind], &gpu.dummy),
     };
     probe.before(gpu, stream)?;
     // SAFETY: matches `ntt_pass*(Fr* x, const Fr* y, const Fr* tw, uint32_t log_n, uint32_t s0,
     // uint32_t k, uint32_t c, uint32_t dif)`; with c <= s0 each block touches indices below n, in x and
     // (read only by ntt_pass_times, which is given y of n elements: checked above) y; twiddle
-    // indices are below n/2 (checked above); the shared memory is 2^(k+c) elements plus fewer
-    // twiddles, 32 bytes each, within the 64 KiB the function is configured for (`PASS_SHARED_BYTES`).
+    // indices are below n/2, and with Shoup's form their quotients' below n (the table's length,
+    // checked above); the shared memory is 2^(k+c) elements plus fewer twiddles (with Shoup's form
+    // and quotients: as many for c > 0, half as many more for c = 0, where 2^(k+c) <= 2^9), 32 bytes
+    // each, within the 64 KiB the function is configured for (`PASS_SHARED_BYTES`).
     unsafe {
         stream
             .launch_builder(function)
@@ -300,6 +429,7 @@ pub fn ntt_pass_turn(
     x: &mut CudaSlice<GpuFr>,
     itw: &CudaSlice<GpuFr>,
     tw: &CudaSlice<GpuFr>,
+    form: Twiddles,
     log_n: u32,
     k: u32,
     coset: &PowerTable,
@@ -309,28 +439,27 @@ pub fn ntt_pass_turn(
     let n = 1usize << log_n;
     expect_len("ntt_pass_turn", n, x.len())?;
     for t in [itw, tw] {
-        if t.len() < (n / 2).max(1) {
-            return Err(CudaError::Length { op: "ntt_pass_turn", expected: n / 2, got: t.len() });
-        }
+        check_twiddles("ntt_pass_turn", t, form, n)?;
     }
     if k == 0 || k > MAX_PASS_STAGES || k > log_n {
         return Err(CudaError::Size { op: "ntt_pass_turn", size: k as usize, reason: "stages out of range" });
     }
-    let (lo, hi, lo_bits, _) = table_args(gpu, "ntt_pass_turn", Some(coset), n)?;
+    let (lo, hi, lo_bits, _) = table_args(gpu, "ntt_pass_turn", Some(coset), n, form == Twiddles::Shoup)?;
     let tile = 1u32 << k;
     let cfg = LaunchConfig {
         grid_dim: ((n >> k) as u32, 1, 1),
         block_dim: (pass_threads(tile), 1, 1),
-        shared_mem_bytes: 2 * tile * std::mem::size_of::<GpuFr>() as u32,
+        shared_mem_bytes: form.shared_bytes(tile, 0),
     };
     probe.before(gpu, stream)?;
     // SAFETY: matches `ntt_pass_turn(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
     // const Fr* lo, const Fr* hi, uint32_t lo_bits)`; block b touches elements b 2^k .. (b + 1) 2^k,
-    // below n; twiddle indices are below n/2 (checked above) and the power table covers n; the shared
-    // memory is 2^k elements plus fewer twiddles, within the 64 KiB the function is configured for.
+    // below n; twiddle indices are below n/2 (with Shoup's form, quotients' below n), within the
+    // tables (checked above), and the power table covers n; the shared memory is 2^k elements plus
+    // fewer twiddles (and quotients), within what the function is configured for.
     unsafe {
         stream
-            .launch_builder(&gpu.ntt.pass_turn[units as usize])
+            .launch_builder(&gpu.ntt.pass_turn[form.kernel(units)])
             .arg(x)
             .arg(itw)
             .arg(tw)
@@ -380,7 +509,7 @@ pub fn scale(
         });
     }
     let rev_bits = if bit_reversed { x.len().trailing_zeros() } else { 0 };
-    let (lo, hi, lo_bits, flag) = table_args(gpu, "scale", powers, x.len())?;
+    let (lo, hi, lo_bits, flag) = table_args(gpu, "scale", powers, x.len(), false)?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `ntt_scale(Fr* x, uint32_t n, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits,
     // uint32_t powers, uint32_t rev_bits)`; tables read only when powers = 1 and cover n (bit reversal
