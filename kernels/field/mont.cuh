@@ -320,8 +320,9 @@ struct alignas(16) Fp {
             // Products x_i y_j from i0: the one with i0 + j = N - 2 gives only its high word (at h[0]).
             const int i0 = N - 2 - j > 0 ? N - 2 - j : 0;
             // Two chains, of i0, i0 + 2, ... and of i0 + 1, i0 + 3, ...; the one holding x_(N-1) ends at
-            // h[j + 1], the other at h[j]. The lower one runs first and carries into h[j + 1], still
-            // zero then; the other carries into h[j + 2].
+            // h[j + 1], the other at h[j]. The lower one runs first and carries into h[j + 1], which
+            // holds at most the carry of row j - 1 then (so no further carry); the other carries
+            // into h[j + 2], still zero.
             const int starts[2] = {i0, i0 + 1};
             const int parity_top = (N - 1 - i0) & 1;  // which chain holds x_(N-1)
 #pragma unroll

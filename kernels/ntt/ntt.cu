@@ -17,8 +17,9 @@ using namespace cuzk;
 // likewise for ntt_pass_turn): 0 the integer multiply-adds (Fr's operator*), 1 the FP64 units
 // (mul_fp64), 2 both, warp by warp (mixed_takes_fp64). All give the same bits. SHOUP (the *_shoup
 // kernels) multiplies by the twiddles with Shoup's product on the integer units (Fr::mul_shoup): its
-// twiddle table holds the canonical values w^i, i < n/2, followed by their Shoup quotients, and its
-// other products are operator*'s.
+// twiddle table holds the canonical values w^i, i < n/2, followed by their Shoup quotients; the turn
+// (ntt_pass_turn_shoup) scales by coset powers from a table in Shoup's form too, and the other
+// products (the witness map's a * b) are operator*'s.
 constexpr int SHOUP = 3;
 
 template <int U>
@@ -237,8 +238,8 @@ struct Twiddles {
 
 // Loads into shared memory at `at` the 2^k - 1 twiddles per column that stages s0 .. s0+k-1 of the
 // block's 2^c columns use, from tw (w^i at i, i < n/2), and with SHOUP their quotients (at n/2 + i in
-// tw): room for 2^(k+c) elements, and with SHOUP for c = 0 half as many more; with SHOUP and c > 0
-// only those of stages below k - 1, 2^(k-1) - 1 of each per column (room for 2^(k+c) elements).
+// tw): room for 2^(k+c) elements, and with SHOUP for c = 0 twice as many; with SHOUP and c > 0 only
+// those of stages below k - 1, 2^(k-1) - 1 of each per column (room for 2^(k+c) elements).
 template <int U>
 __device__ __forceinline__ Twiddles load_twiddles(Fr* at, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
                                                   uint32_t c, uint32_t low0) {

@@ -66,9 +66,10 @@ pub enum Twiddles {
     Montgomery,
     /// Shoup's products on the integer units (`Fr::mul_shoup` in `kernels/field/mont.cuh`): the
     /// table holds the canonical values of `w^i`, `i < n/2`, then their quotients
-    /// `floor(w^i·2^256 / r)` ([`shoup_twiddles`]), twice the memory. The passes' other products (the
-    /// witness map's `a·b` and coset scaling) stay Montgomery's on the integer units, whatever
-    /// [`MulUnits`] says. A pass over strided columns keeps its last stage's twiddles (half of them,
+    /// `floor(w^i·2^256 / r)` ([`shoup_twiddles`]), twice the memory. The witness map's turn and last
+    /// step then take their coset powers in Shoup's form too ([`PowerTable::shoup`]); its other
+    /// products (`a·b`) stay Montgomery's on the integer units, whatever [`MulUnits`] says. A pass
+    /// over strided columns keeps its last stage's twiddles (half of them,
     /// each used once) in device memory, so that the others and their quotients fit the shared
     /// memory of the Montgomery pass.
     Shoup,
@@ -98,6 +99,10 @@ impl Twiddles {
     /// them): as many bytes as Montgomery's then, half as many more for a first pass (at most 2^9
     /// elements a block, 48 KiB).
     fn shared_bytes(self, tile: u32, c: u32) -> u32 {
+        // A first pass (c = 0) holds at most 2^MAX_PASS_STAGES elements: 48 KiB with Shoup's twiddles,
+        // within PASS_SHARED_BYTES.
+        const _: () =
+            assert!(6 * (1 << MAX_PASS_STAGES) * 32 / 2 <= crate::modules::PASS_SHARED_BYTES as u32);
         let halves = match self {
             Self::Shoup if c == 0 => 6,
             _ => 4,
