@@ -585,3 +585,33 @@ pub fn pointwise_mul(
     probe.after(gpu, stream, "quotient")?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn twiddle_tables_and_pass_blocks_take_what_their_kernels_read() {
+        // Montgomery's table: w^i for i < n/2 (one element for n = 1); Shoup's: as many values, then
+        // as many quotients, the quotient of w^i at n/2 + i.
+        for (n, half) in [(1usize, 1usize), (2, 1), (8, 4), (1 << 24, 1 << 23)] {
+            assert_eq!(Twiddles::Montgomery.table_len(n), half);
+            assert_eq!(Twiddles::Shoup.table_len(n), 2 * half);
+        }
+        // Strided passes (c > 0) take the same shared memory either way, at most the configured 64
+        // KiB; a first pass (c = 0, at most 2^MAX_PASS_STAGES elements) half as much again with
+        // Shoup's twiddles, within it too.
+        let limit = crate::modules::PASS_SHARED_BYTES as u32;
+        let tile = 1u32 << TILE_BITS;
+        assert_eq!(Twiddles::Montgomery.shared_bytes(tile, 2), limit);
+        assert_eq!(Twiddles::Shoup.shared_bytes(tile, 2), limit);
+        let first = 1u32 << MAX_PASS_STAGES;
+        assert_eq!(Twiddles::Montgomery.shared_bytes(first, 0), 32 << 10);
+        assert_eq!(Twiddles::Shoup.shared_bytes(first, 0), 48 << 10);
+        // Shoup's passes have their own kernels, after one per unit.
+        assert_eq!(Twiddles::Shoup.kernel(MulUnits::Fp64), PASS_KINDS - 1);
+        for units in MulUnits::ALL {
+            assert_eq!(Twiddles::Montgomery.kernel(units), units as usize);
+        }
+    }
+}
