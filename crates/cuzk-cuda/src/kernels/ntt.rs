@@ -120,23 +120,7 @@ pub fn shoup_twiddles(
     table: &mut CudaSlice<GpuFr>,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
-    if !table.len().is_multiple_of(2) {
-        return Err(CudaError::Length { op: "shoup_twiddles", expected: table.len() + 1, got: table.len() });
-    }
-    let half = count("shoup_twiddles", table.len() / 2)?;
-    probe.before(gpu, stream)?;
-    // SAFETY: matches `ntt_shoup_twiddles(Fr* table, uint32_t half)`, which touches table[i] and
-    // table[half + i] for i < half: within the table's 2 half elements.
-    unsafe {
-        stream
-            .launch_builder(&gpu.ntt.shoup_twiddles)
-            .arg(table)
-            .arg(&half)
-            .launch(elementwise(half as usize))
-    }
-    .during("ntt_shoup_twiddles")?;
-    probe.after(gpu, stream, "shoup twiddles")?;
-    Ok(())
+    shoup_convert(gpu, stream, &gpu.ntt.shoup_twiddles, "ntt_shoup_twiddles", table, probe)
 }
 
 /// Turns Montgomery values at the even places of `pairs` into a power table's half in Shoup's form
@@ -148,18 +132,32 @@ pub fn shoup_pairs(
     pairs: &mut CudaSlice<GpuFr>,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
-    if !pairs.len().is_multiple_of(2) {
-        return Err(CudaError::Length { op: "shoup_pairs", expected: pairs.len() + 1, got: pairs.len() });
+    shoup_convert(gpu, stream, &gpu.ntt.shoup_pairs, "ntt_shoup_pairs", pairs, probe)
+}
+
+/// Runs one of the kernels that put Montgomery values of `table` into Shoup's form, `(Fr* table,
+/// uint32_t count)` with `count = table.len() / 2` values and as many quotients: `ntt_shoup_twiddles`
+/// (values in the first half, quotients in the second) or `ntt_shoup_pairs` (value and quotient side
+/// by side).
+fn shoup_convert(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    function: &CudaFunction,
+    op: &'static str,
+    table: &mut CudaSlice<GpuFr>,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    if !table.len().is_multiple_of(2) {
+        return Err(CudaError::Length { op, expected: table.len() + 1, got: table.len() });
     }
-    let count = count("shoup_pairs", pairs.len() / 2)?;
+    let count = count(op, table.len() / 2)?;
     probe.before(gpu, stream)?;
-    // SAFETY: matches `ntt_shoup_pairs(Fr* pairs, uint32_t count)`, which touches pairs[2j] and
-    // pairs[2j + 1] for j < count: within the 2 count elements.
-    unsafe {
-        stream.launch_builder(&gpu.ntt.shoup_pairs).arg(pairs).arg(&count).launch(elementwise(count as usize))
-    }
-    .during("ntt_shoup_pairs")?;
-    probe.after(gpu, stream, "shoup pairs")?;
+    // SAFETY: both kernels have the signature `(Fr* table, uint32_t count)` and touch, for j < count,
+    // the two places of value j and its quotient (j and count + j, or 2j and 2j + 1): within the
+    // table's 2 count elements.
+    unsafe { stream.launch_builder(function).arg(table).arg(&count).launch(elementwise(count as usize)) }
+        .during(op)?;
+    probe.after(gpu, stream, "shoup tables")?;
     Ok(())
 }
 
