@@ -96,6 +96,26 @@ extern "C" __global__ void fr_mul_shoup_bench(const Fr* a, const Fr* wt, Fr* out
     out[i] = x + z;
 }
 
+// Squaring chains: each thread squares two independent values `iters` times, by sqr_int's rows when
+// `rows` is 1 (Fq's sqr()), by operator*'s product of the value with itself when 0; the same outputs.
+extern "C" __global__ void fq_sqr_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters, uint32_t rows) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Fq x = a[i], z = a[(i + 2) % n];
+    if (rows != 0) {
+        for (uint32_t k = 0; k < iters; k++) {
+            x = x.sqr_int();
+            z = z.sqr_int();
+        }
+    } else {
+        for (uint32_t k = 0; k < iters; k++) {
+            x = x.mul_int(x);
+            z = z.mul_int(z);
+        }
+    }
+    out[i] = x + z;
+}
+
 // The same chains on `units` (MulUnits): 0 the integer units (operator*), 1 the FP64 units (mul_fp64),
 // 2 both, warp by warp (mixed_takes_fp64), so that each scheduler keeps both kinds busy.
 template <class F>

@@ -591,7 +591,113 @@ struct alignas(16) Fp {
     }
 
    public:
-    __device__ __forceinline__ Fp sqr() const { return *this * *this; }
+    // a^2: sqr_int's rows where they fit (Fq), otherwise operator*.
+    __device__ __forceinline__ Fp sqr() const {
+        if constexpr (!FP64 && SQR_ROWS) {
+            return sqr_int();
+        } else {
+            return *this * *this;
+        }
+    }
+
+    // Whether sqr_int's bounds hold for p: 3p < (2^32 - 1) 2^(32(N-1)) (see there). Fq's p (below
+    // 2^381) qualifies; Fr's (about 0.46 2^256) does not.
+    static constexpr bool SQR_ROWS = P::mod(N - 1) < 0x55555555u;
+
+    // a^2 on the integer units by mul_int's rows, each product of two different limbs taken once and
+    // doubled. With X = a's limbs x_j, row i of mul_int adds x_i X at the accumulators' weights (they
+    // have moved down i limbs); here it adds x_i W_i with W_i = x_i 2^(32i) + 2 (x_(i+1) 2^(32(i+1)) +
+    // ... + x_(N-1) 2^(32(N-1))), whose limbs below i are 0: row i has N - i limb products where
+    // mul_int's have N, N(N+1)/2 in all against N^2 (Fq: 78 against 144), and the rows add up to X^2
+    // as mul_int's add up to a b. W_i's limb i + 1 is 2 x_(i+1) mod 2^32 and each limb above takes the
+    // top bit of the one below (x's top limb is below 2^31, so W_i has N limbs); the skipped products
+    // leave additions that carry the odd chain along. The reduction rows are mul_int's.
+    //
+    // Bounds: before row i the accumulators hold the rows so far, X^2's products with a factor below
+    // limb i (at most X_lo (X_lo + 2 X_hi) with X_lo < 2^(32i), X_lo + 2 X_hi <= 2a), plus M p with
+    // M < 2^(32i), over 2^(32i): below 2a + p <= 3p, against mul_int's 2p. Inside a row they gain
+    // x_i W_i + m p < 2^32 3p, so they stay below (2^32 + 1) 3p, which fits N + 1 limbs (o's top limb
+    // never carries out) when 3p < (2^32 - 1) 2^(32(N-1)): SQR_ROWS. The result, (a^2 + M p) / 2^(32N)
+    // with M < 2^(32N), is below 2p as mul_int's and takes one conditional subtraction.
+    __device__ __forceinline__ Fp sqr_int() const {
+        static_assert(N % 2 == 0, "split accumulators need an even limb count");
+        static_assert(SQR_ROWS, "sqr_int needs 3p < (2^32 - 1) 2^(32(N-1))");
+        // d[j] = limb j of 2a for j >= 2 (x_j shifted, the top bit of x_(j-1) below it).
+        uint32_t d[N];
+        d[0] = d[1] = 0;
+#pragma unroll
+        for (int j = 2; j < N; j++) d[j] = (v[j] << 1) | (v[j - 1] >> 31);
+        // Row 0: x_0 W_0, every limb.
+        uint32_t e[N], o[N];
+#pragma unroll
+        for (int j = 0; j < N; j += 2) {
+            const uint32_t lo = j == 0 ? v[0] : d[j], hi = j == 0 ? v[1] << 1 : d[j + 1];
+            e[j] = ptx::mul_lo(lo, v[0]);
+            e[j + 1] = ptx::mul_hi(lo, v[0]);
+            o[j] = ptx::mul_lo(hi, v[0]);
+            o[j + 1] = ptx::mul_hi(hi, v[0]);
+        }
+        reduce_row(e, o);
+#pragma unroll
+        for (int i = 1; i < N; i++) {
+            const uint32_t x = v[i];
+            // W_i's limb j (j >= i).
+            const auto w = [&](int j) { return j == i ? v[i] : j == i + 1 ? v[i + 1] << 1 : d[j]; };
+            // Divide by 2^32 as mul_int does, but keep the stray limb's carry c (weight 1) for the
+            // reduction row's odd chain (as mul_kara's rows do), so that the odd limbs below i move
+            // down as they are.
+            uint32_t ne[N], no[N], c;
+#pragma unroll
+            for (int k = 0; k < N; k++) ne[k] = o[k];
+            ptx::add_cc(ne[0], ne[0], e[1]);
+            ptx::addc(c, 0, 0);
+#pragma unroll
+            for (int k = 0; k < N - 2; k++) no[k] = e[k + 2];
+            no[N - 2] = no[N - 1] = 0;
+            // The odd products from the first odd limb at or above i; the last odd limb, N - 1 >= i,
+            // always has one, and its high word ends the chain at o's top limb.
+            // (The loops run over every limb with the start as a condition, so that they unroll.)
+            const int j1 = i | 1;
+#pragma unroll
+            for (int j = 1; j < N; j += 2) {
+                if (j < j1) continue;
+                if (j == j1)
+                    ptx::mad_lo_cc(no[j - 1], w(j), x, no[j - 1]);
+                else
+                    ptx::madc_lo_cc(no[j - 1], w(j), x, no[j - 1]);
+                if (j + 2 < N)
+                    ptx::madc_hi_cc(no[j], w(j), x, no[j]);
+                else
+                    ptx::madc_hi(no[j], w(j), x, no[j]);
+            }
+            // The even chain from its first limb at or above i, its final carry at weight N into
+            // o's top limb; with no even limb left (i = N - 1) there is no carry to add.
+            const int j0 = (i + 1) & ~1;
+#pragma unroll
+            for (int j = 0; j < N; j += 2) {
+                if (j < j0) continue;
+                if (j == j0)
+                    ptx::mad_lo_cc(ne[j], w(j), x, ne[j]);
+                else
+                    ptx::madc_lo_cc(ne[j], w(j), x, ne[j]);
+                ptx::madc_hi_cc(ne[j + 1], w(j), x, ne[j + 1]);
+            }
+            if (j0 < N) ptx::addc(no[N - 1], no[N - 1], 0);
+#pragma unroll
+            for (int k = 0; k < N; k++) {
+                e[k] = ne[k];
+                o[k] = no[k];
+            }
+            reduce_row<true>(e, o, c);
+        }
+        Fp r;
+        ptx::add_cc(r.v[0], o[0], e[1]);
+#pragma unroll
+        for (int k = 1; k < N - 1; k++) ptx::addc_cc(r.v[k], o[k], e[k + 1]);
+        ptx::addc(r.v[N - 1], o[N - 1], 0);
+        reduce_once(r.v, 0);
+        return r;
+    }
 
     // x^e for a little-endian exponent of N limbs.
     __device__ __forceinline__ Fp pow(const uint32_t (&e)[N]) const {

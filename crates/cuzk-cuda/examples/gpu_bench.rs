@@ -172,6 +172,26 @@ fn field_throughput(b: &CudaBackend, rows: &mut Vec<Row>) -> Result<(), CudaErro
         cpu_ms: None,
         note: format!("{rate:.3e} mul/s; {:.2}x the integer row; same outputs", rate / fq_rate),
     });
+    // Squarings by sqr_int's rows beside the product of a value with itself; same outputs.
+    let mut squares = Vec::new();
+    for by_rows in [false, true] {
+        let ms = time_gpu(b, 5, || kernels::fq_sqr_bench(gpu, s, &dfq, &mut ofq, iters, by_rows))?;
+        squares.push((ms, gpu.download(s, &ofq)?));
+    }
+    assert!(squares[0].1 == squares[1].1, "Fq sqr_int differs from operator*");
+    for (by_rows, (ms, _)) in [false, true].into_iter().zip(&squares) {
+        let rate = muls / (ms / 1e3);
+        rows.push(Row {
+            what: format!(
+                "Fq sqr throughput, {}",
+                if by_rows { "sqr_int (rows of N - i products)" } else { "a * a" }
+            ),
+            size: format!("{muls:.2e} squarings"),
+            gpu_ms: *ms,
+            cpu_ms: None,
+            note: format!("{rate:.3e} sqr/s; {:.2}x the Fq mul row; same outputs", rate / fq_rate),
+        });
+    }
     // Inversions side by side: 2^18 threads of 8 dependent ones each, in multiplications' worth.
     let (inv_threads, inv_iters) = (1usize << 18, 8u32);
     let inversions = (inv_threads as f64) * inv_iters as f64;

@@ -146,6 +146,19 @@ fn launch_chains<T: cudarc::driver::DeviceRepr>(
     Ok(())
 }
 
+/// Throughput probe: `2 * iters` Fq squarings per element (two dependent chains), by `sqr_int`'s
+/// rows (`rows`, Fq's `sqr()`) or by `operator*` (the value times itself); the same outputs.
+pub fn fq_sqr_bench(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    a: &CudaSlice<GpuFq>,
+    out: &mut CudaSlice<GpuFq>,
+    iters: u32,
+    rows: bool,
+) -> Result<(), CudaError> {
+    launch_chains(stream, &gpu.field_kernels()?.fq_sqr_bench, "fq_sqr_bench", a, out, iters, rows as u32)
+}
+
 macro_rules! mul_fp64_bench {
     ($(#[$doc:meta])* $name:ident, $ty:ty) => {
         $(#[$doc])*
