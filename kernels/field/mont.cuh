@@ -393,6 +393,13 @@ struct alignas(16) Fp {
             for (int k = H + N + 1; k < 2 * N - 1; k++) ptx::addc_cc(t[k], t[k], 0);
             ptx::addc(t[2 * N - 1], t[2 * N - 1], 0);
         }
+        return redc(t);
+    }
+
+
+    // t / 2^(32N) mod p, fully reduced, for a 2N-limb t below p 2^(32N) (the result before the final
+    // subtraction is (t + M p) / 2^(32N) with M < 2^(32N), below 2p).
+    __device__ __forceinline__ static Fp redc(const uint32_t (&t)[2 * N]) {
         // Reduction as mul_int's rows, t's upper limbs entering one a row: the accumulators start as
         // t's lower half; after each row the lowest limb is 0 and they move down one limb, e[1] joining
         // o[0] (its carry out goes into the next row's odd chain), t's next limb entering as o[N-2]
@@ -430,6 +437,68 @@ struct alignas(16) Fp {
         reduce_once(r.v, 0);
         return r;
     }
+
+    // Products summed before their reduction (Fq2's products, field/fields.cuh): a b - c d costs two
+    // 2N-limb products and one reduction (redc) instead of two of each. Wide values add and subtract
+    // modulo 2^(64N), so a sum comes out exact whatever the order of its terms as long as its value
+    // lies in [0, 2^(64N)); the callers offset a difference by a multiple of p^2 (k_p2) to keep it
+    // non-negative, and redc needs it below p 2^(32N). Each caller states its bounds.
+    struct Wide {
+        uint32_t v[2 * N];
+    };
+
+    // a b as 2N limbs, for any N-limb a and b (a product of two values below 2p is below 4p^2).
+    __device__ __forceinline__ static Wide mul_wide(const Fp& a, const Fp& b) {
+        Wide t;
+        mul_half<N>(a.v, b.v, t.v);
+        return t;
+    }
+
+    // a + b without the reduction: below 2p for a, b < p, which fits N limbs when 2p < 2^(32N);
+    // only for mul_wide's operands.
+    __device__ __forceinline__ static Fp add_unreduced(const Fp& a, const Fp& b) {
+        static_assert(P::mod(N - 1) < 0x7fffffffu, "2p must fit the limbs");
+        Fp r;
+        ptx::add_cc(r.v[0], a.v[0], b.v[0]);
+#pragma unroll
+        for (int k = 1; k < N - 1; k++) ptx::addc_cc(r.v[k], a.v[k], b.v[k]);
+        ptx::addc(r.v[N - 1], a.v[N - 1], b.v[N - 1]);
+        return r;
+    }
+
+    // t + u and t - u modulo 2^(64N).
+    __device__ __forceinline__ static Wide add_wide(const Wide& t, const Wide& u) {
+        Wide r;
+        ptx::add_cc(r.v[0], t.v[0], u.v[0]);
+#pragma unroll
+        for (int k = 1; k < 2 * N - 1; k++) ptx::addc_cc(r.v[k], t.v[k], u.v[k]);
+        ptx::addc(r.v[2 * N - 1], t.v[2 * N - 1], u.v[2 * N - 1]);
+        return r;
+    }
+    __device__ __forceinline__ static Wide sub_wide(const Wide& t, const Wide& u) {
+        Wide r;
+        ptx::sub_cc(r.v[0], t.v[0], u.v[0]);
+#pragma unroll
+        for (int k = 1; k < 2 * N - 1; k++) ptx::subc_cc(r.v[k], t.v[k], u.v[k]);
+        ptx::subc(r.v[2 * N - 1], t.v[2 * N - 1], u.v[2 * N - 1]);
+        return r;
+    }
+
+    // K p^2 (K = 1 or 2: 2 p^2 is p^2 shifted by one bit), the offset that keeps a difference of
+    // products non-negative.
+    template <int K>
+    __device__ __forceinline__ static Wide k_p2() {
+        static_assert(K == 1 || K == 2, "K p^2 for K = 1 or 2");
+        Wide r;
+#pragma unroll
+        for (int k = 0; k < 2 * N; k++)
+            r.v[k] = K == 1 ? P::mod_squared(k)
+                            : (P::mod_squared(k) << 1) | (k > 0 ? P::mod_squared(k - 1) >> 31 : 0);
+        return r;
+    }
+
+    __device__ __forceinline__ static Fp redc(const Wide& t) { return redc(t.v); }
+
 
    private:
     // r[0..2H) = x y for H-limb x, y (H even), rows as in mul_int without the reduction: after row i
