@@ -106,7 +106,15 @@ fn edge_frs() -> Vec<Fr> {
         [[u64::MAX, u64::MAX, u64::MAX, 0xfff], [0, 0, 0, 1], [1, 0, 0, 0], [0, 0, 1 << 39, 0]]
             .map(|limbs| Fr::new_unchecked(BigInt(limbs))),
     );
+    // The largest Montgomery limbs, p - 1: the largest accumulators of a squaring's rows.
+    v.push(Fr::new_unchecked(largest_limbs(Fr::MODULUS)));
     v
+}
+
+/// `m - 1`, the largest limbs an element's Montgomery form can hold.
+fn largest_limbs<const N: usize>(mut m: BigInt<N>) -> BigInt<N> {
+    m.sub_with_borrow(&BigInt::one());
+    m
 }
 
 fn edge_fqs() -> Vec<Fq> {
@@ -117,6 +125,7 @@ fn edge_fqs() -> Vec<Fq> {
         [[u64::MAX, u64::MAX, u64::MAX, u64::MAX, u64::MAX, 0xffff], [0, 0, 0, 0, 0, 1], [1, 0, 0, 0, 0, 0]]
             .map(|limbs| Fq::new_unchecked(BigInt(limbs))),
     );
+    v.push(Fq::new_unchecked(largest_limbs(Fq::MODULUS)));
     v
 }
 
