@@ -16,7 +16,9 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use cuzk_field::{DeviceFr, DeviceRepr};
 use cuzk_groth16::NttKind;
 
-use crate::kernels::{self, Decimation, MulUnits, PowerTable, ScaleAt, Twiddles, MAX_PASS_STAGES};
+use crate::kernels::{
+    self, Decimation, MulUnits, PowerTable, ScaleAt, TwiddleTable, Twiddles, MAX_PASS_STAGES,
+};
 use crate::profile::Probe;
 use crate::{CudaError, Gpu, GpuFr};
 
@@ -80,10 +82,9 @@ fn upload_scaled_table(
 #[derive(Debug)]
 pub struct NttTables {
     log_n: u32,
-    /// The twiddles of the forward and inverse transforms, in `form`'s layout.
-    forward: CudaSlice<GpuFr>,
-    inverse: CudaSlice<GpuFr>,
-    form: Twiddles,
+    /// The twiddles of the forward and inverse transforms, in one form.
+    forward: TwiddleTable,
+    inverse: TwiddleTable,
     coset: PowerTable,
     coset_inverse: PowerTable,
     /// `g^i / n`: the witness map's scaling between its interpolations and coset evaluations, and
@@ -123,7 +124,7 @@ impl NttTables {
         let g = Fr::GENERATOR;
         let g_inv = g.inverse().unwrap_or_default();
         let n_inv = Fr::from(n as u64).inverse().unwrap_or_default();
-        let twiddles = |root: Fr| -> Result<CudaSlice<GpuFr>, CudaError> {
+        let twiddles = |root: Fr| -> Result<TwiddleTable, CudaError> {
             // Shoup's table is the powers' values then their quotients: the powers are filled over
             // the whole table and the second half then overwritten.
             let len = form.table_len(n);
@@ -140,13 +141,12 @@ impl NttTables {
             if form == Twiddles::Shoup {
                 kernels::shoup_twiddles(gpu, stream, &mut table, &mut quiet)?;
             }
-            Ok(table)
+            Ok(TwiddleTable { values: table, form })
         };
         Ok(Self {
             log_n,
             forward: twiddles(omega)?,
             inverse: twiddles(omega_inv)?,
-            form,
             coset: upload_table(gpu, stream, g, n)?,
             coset_inverse: upload_table(gpu, stream, g_inv, n)?,
             coset_over_n: upload_scaled_table(gpu, stream, g, n, n_inv, form == Twiddles::Shoup)?,
@@ -173,9 +173,13 @@ impl NttTables {
         self.log_n
     }
 
-    /// The twiddles `w^i` (or `w^-i`), `i < n/2`, and their table's form.
-    pub fn twiddles(&self, inverse: bool) -> (&CudaSlice<GpuFr>, Twiddles) {
-        (if inverse { &self.inverse } else { &self.forward }, self.form)
+    /// The twiddles `w^i` (or `w^-i`), `i < n/2`, with their table's form.
+    pub fn twiddles(&self, inverse: bool) -> &TwiddleTable {
+        if inverse {
+            &self.inverse
+        } else {
+            &self.forward
+        }
     }
 
     /// The coset powers `g^i` (or `g^-i`).
@@ -217,7 +221,7 @@ fn stages(
     stream: &Arc<CudaStream>,
     tables: &NttTables,
     x: &mut CudaSlice<GpuFr>,
-    tw: (&CudaSlice<GpuFr>, Twiddles),
+    tw: &TwiddleTable,
     decimation: Decimation,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
@@ -332,7 +336,6 @@ pub fn witness_map(
                 x,
                 &tables.inverse,
                 &tables.forward,
-                tables.form,
                 log_n,
                 k0,
                 &tables.coset_over_n,

@@ -330,11 +330,12 @@ fn shoup_twiddle_tables_hold_canonical_powers_and_their_quotients() {
         let m = cuzk_cuda::ntt::NttTables::new(g, s, log_n).unwrap();
         let half = 1usize << (log_n - 1);
         for inverse in [false, true] {
-            let (table, form) = t.twiddles(inverse);
-            assert_eq!(form, kernels::Twiddles::Shoup);
-            let got = g.download(s, table).unwrap();
+            let table = t.twiddles(inverse);
+            assert_eq!(table.form(), kernels::Twiddles::Shoup);
+            assert_eq!(m.twiddles(inverse).form(), kernels::Twiddles::Montgomery);
+            let got = g.download(s, table.values()).unwrap();
             assert_eq!(got.len(), 2 * half, "2^{log_n}: Shoup table length");
-            let powers = g.download(s, m.twiddles(inverse).0).unwrap();
+            let powers = g.download(s, m.twiddles(inverse).values()).unwrap();
             for i in 0..half {
                 let w = powers[i].0.to_ark_checked(0).expect("reduced");
                 assert_eq!(got[i].0.limbs, w.into_bigint().0, "2^{log_n} inverse {inverse}: canonical w^{i}");

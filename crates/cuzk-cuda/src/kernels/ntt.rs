@@ -75,6 +75,26 @@ pub enum Twiddles {
     Shoup,
 }
 
+/// A twiddle table on the device and the form it was built in ([`crate::NttTables`] makes them), so
+/// that a pass cannot be handed a table in one form and told it is in the other.
+#[derive(Debug)]
+pub struct TwiddleTable {
+    pub(crate) values: CudaSlice<GpuFr>,
+    pub(crate) form: Twiddles,
+}
+
+impl TwiddleTable {
+    /// The table's form.
+    pub fn form(&self) -> Twiddles {
+        self.form
+    }
+
+    /// The table on the device: `w^i`, `i < n/2` (in Shoup's form canonical, then their quotients).
+    pub fn values(&self) -> &CudaSlice<GpuFr> {
+        &self.values
+    }
+}
+
 impl Twiddles {
     /// Elements a table of this form holds for a transform of `n` elements.
     pub fn table_len(self, n: usize) -> usize {
@@ -328,7 +348,7 @@ pub fn ntt_pass(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
     x: &mut CudaSlice<GpuFr>,
-    tw: (&CudaSlice<GpuFr>, Twiddles),
+    tw: &TwiddleTable,
     log_n: u32,
     s0: u32,
     k: u32,
@@ -339,16 +359,11 @@ pub fn ntt_pass(
     ntt_pass_times(gpu, stream, x, None, tw, log_n, s0, k, decimation, units, probe)
 }
 
-/// Checks that a twiddle table of `form` serves a transform of `n` elements.
-fn check_twiddles(
-    op: &'static str,
-    table: &CudaSlice<GpuFr>,
-    form: Twiddles,
-    n: usize,
-) -> Result<(), CudaError> {
-    let need = form.table_len(n);
-    if table.len() < need {
-        return Err(CudaError::Length { op, expected: need, got: table.len() });
+/// Checks that a twiddle table serves a transform of `n` elements.
+fn check_twiddles(op: &'static str, table: &TwiddleTable, n: usize) -> Result<(), CudaError> {
+    let need = table.form.table_len(n);
+    if table.values.len() < need {
+        return Err(CudaError::Length { op, expected: need, got: table.values.len() });
     }
     Ok(())
 }
@@ -362,7 +377,7 @@ pub fn ntt_pass_times(
     stream: &Arc<CudaStream>,
     x: &mut CudaSlice<GpuFr>,
     y: Option<&CudaSlice<GpuFr>>,
-    (tw, form): (&CudaSlice<GpuFr>, Twiddles),
+    tw: &TwiddleTable,
     log_n: u32,
     s0: u32,
     k: u32,
@@ -375,7 +390,8 @@ pub fn ntt_pass_times(
     }
     let n = 1usize << log_n;
     expect_len("ntt_pass", n, x.len())?;
-    check_twiddles("ntt_pass", tw, form, n)?;
+    check_twiddles("ntt_pass", tw, n)?;
+    let form = tw.form;
     if k == 0 || k > MAX_PASS_STAGES || s0 + k > log_n {
         return Err(CudaError::Size { op: "ntt_pass", size: k as usize, reason: "stages out of range" });
     }
@@ -406,7 +422,7 @@ pub fn ntt_pass_times(
             .launch_builder(function)
             .arg(x)
             .arg(y)
-            .arg(tw)
+            .arg(&tw.values)
             .arg(&log_n)
             .arg(&s0)
             .arg(&k)
@@ -430,9 +446,8 @@ pub fn ntt_pass_turn(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
     x: &mut CudaSlice<GpuFr>,
-    itw: &CudaSlice<GpuFr>,
-    tw: &CudaSlice<GpuFr>,
-    form: Twiddles,
+    itw: &TwiddleTable,
+    tw: &TwiddleTable,
     log_n: u32,
     k: u32,
     coset: &PowerTable,
@@ -442,7 +457,15 @@ pub fn ntt_pass_turn(
     let n = 1usize << log_n;
     expect_len("ntt_pass_turn", n, x.len())?;
     for t in [itw, tw] {
-        check_twiddles("ntt_pass_turn", t, form, n)?;
+        check_twiddles("ntt_pass_turn", t, n)?;
+    }
+    let form = tw.form;
+    if itw.form != form {
+        return Err(CudaError::Size {
+            op: "ntt_pass_turn",
+            size: n,
+            reason: "the inverse and forward twiddles are in different forms",
+        });
     }
     if k == 0 || k > MAX_PASS_STAGES || k > log_n {
         return Err(CudaError::Size { op: "ntt_pass_turn", size: k as usize, reason: "stages out of range" });
@@ -464,8 +487,8 @@ pub fn ntt_pass_turn(
         stream
             .launch_builder(&gpu.ntt.pass_turn[form.kernel(units)])
             .arg(x)
-            .arg(itw)
-            .arg(tw)
+            .arg(&itw.values)
+            .arg(&tw.values)
             .arg(&log_n)
             .arg(&k)
             .arg(lo)
