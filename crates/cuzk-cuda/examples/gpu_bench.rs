@@ -9,8 +9,8 @@ use ark_bls12_381::Fr;
 use ark_ff::{FftField, UniformRand};
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use cudarc::driver::CudaSlice;
-use cuzk_cuda::{kernels, CudaBackend, CudaError, GpuFq, GpuFr};
-use cuzk_field::{DeviceFq, DeviceFr, DeviceRepr};
+use cuzk_cuda::{kernels, CudaBackend, CudaError, GpuFq, GpuFq2, GpuFr};
+use cuzk_field::{DeviceFq, DeviceFq2, DeviceFr, DeviceRepr};
 use cuzk_groth16::{witness_map_from_evaluations, CpuBackend, NttKind, PolyBackend};
 use rand::{rngs::StdRng, SeedableRng};
 use rayon::prelude::*;
@@ -190,6 +190,34 @@ fn field_throughput(b: &CudaBackend, rows: &mut Vec<Row>) -> Result<(), CudaErro
             gpu_ms: *ms,
             cpu_ms: None,
             note: format!("{rate:.3e} sqr/s; {:.2}x the Fq mul row; same outputs", rate / fq_rate),
+        });
+    }
+    // Fq2 products with each coefficient reduced once beside three reduced Fq products; same outputs.
+    let fq2: Vec<GpuFq2> =
+        (0..threads).map(|_| GpuFq2(DeviceFq2::from_ark(&ark_bls12_381::Fq2::rand(&mut rng)))).collect();
+    let dfq2 = gpu.upload(s, &fq2)?;
+    let mut ofq2: CudaSlice<GpuFq2> = gpu.zeros(s, threads)?;
+    let mut products = Vec::new();
+    for wide in [false, true] {
+        let ms = time_gpu(b, 5, || kernels::fq2_mul_bench(gpu, s, &dfq2, &mut ofq2, iters, wide))?;
+        products.push((ms, gpu.download(s, &ofq2)?));
+    }
+    assert!(products[0].1 == products[1].1, "Fq2 products reduced once differ from three reduced products");
+    let reduced_rate = muls / (products[0].0 / 1e3);
+    for (wide, (ms, _)) in [false, true].into_iter().zip(&products) {
+        let rate = muls / (ms / 1e3);
+        rows.push(Row {
+            what: format!(
+                "Fq2 mul throughput, {}",
+                if wide { "fq2_mul (each coefficient reduced once)" } else { "three reduced Fq products" }
+            ),
+            size: format!("{muls:.2e} muls"),
+            gpu_ms: *ms,
+            cpu_ms: None,
+            note: format!(
+                "{rate:.3e} mul/s; {:.2}x the three-product row; same outputs",
+                rate / reduced_rate
+            ),
         });
     }
     // Inversions side by side: 2^18 threads of 8 dependent ones each, in multiplications' worth.

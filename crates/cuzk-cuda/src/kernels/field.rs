@@ -159,6 +159,20 @@ pub fn fq_sqr_bench(
     launch_chains(stream, &gpu.field_kernels()?.fq_sqr_bench, "fq_sqr_bench", a, out, iters, rows as u32)
 }
 
+/// Throughput probe: `2 * iters` Fq2 products per element (two dependent chains), by `fq2_mul`
+/// (`wide`: each coefficient reduced once) or by Karatsuba over three reduced Fq products; the same
+/// outputs.
+pub fn fq2_mul_bench(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    a: &CudaSlice<GpuFq2>,
+    out: &mut CudaSlice<GpuFq2>,
+    iters: u32,
+    wide: bool,
+) -> Result<(), CudaError> {
+    launch_chains(stream, &gpu.field_kernels()?.fq2_mul_bench, "fq2_mul_bench", a, out, iters, wide as u32)
+}
+
 macro_rules! mul_fp64_bench {
     ($(#[$doc:meta])* $name:ident, $ty:ty) => {
         $(#[$doc])*

@@ -17,9 +17,9 @@ pub(crate) mod r1cs;
 
 #[cfg(feature = "bench-kernels")]
 pub use field::{
-    fq2_ops, fq_inv_bench, fq_mul_bench, fq_mul_fp64_bench, fq_mul_kara_bench, fq_ops, fq_sqr_bench,
-    fr_mul_bench, fr_mul_fp64_bench, fr_mul_kara_bench, fr_mul_shoup_bench, fr_ops, FqInverse, FIELD_OPS,
-    FQ2_OPS,
+    fq2_mul_bench, fq2_ops, fq_inv_bench, fq_mul_bench, fq_mul_fp64_bench, fq_mul_kara_bench, fq_ops,
+    fq_sqr_bench, fr_mul_bench, fr_mul_fp64_bench, fr_mul_kara_bench, fr_mul_shoup_bench, fr_ops, FqInverse,
+    FIELD_OPS, FQ2_OPS,
 };
 pub use ntt::{
     bit_reverse, bit_reverse_minus, fill_powers, ntt_pass, ntt_pass_times, ntt_pass_turn, pointwise_mul,
