@@ -14,11 +14,15 @@
 namespace cuzk {
 
 // a b - c d. Over Fq2 with one reduction a coefficient (Fq2::mul_minus_mul: six 12-limb products and
-// two reductions against six and four); over Fq as two products, as fusing them there (Fp::Wide)
-// took G1's later rounds from 136 to 174 registers, three blocks a multiprocessor to two.
-template <class F>
+// two reductions against six and four). Over Fq with one reduction (Fp::mul_minus_mul) where FUSED,
+// else as two products: the mixed additions keep them apart, as fusing there took G1's later round
+// over affine partials (G_sum_partials) from 136 to 174 registers, three blocks a multiprocessor
+// to two.
+template <bool FUSED, class F>
 __device__ __forceinline__ F mul_minus_mul(const F& a, const F& b, const F& c, const F& d) {
     if constexpr (std::is_same_v<F, Fq2>) {
+        return F::mul_minus_mul(a, b, c, d);
+    } else if constexpr (FUSED) {
         return F::mul_minus_mul(a, b, c, d);
     } else {
         return a * b - c * d;
@@ -56,7 +60,7 @@ struct Xyzz {
         const F M = X2.dbl() + X2;
         Xyzz r;
         r.X = M.sqr() - S.dbl();
-        r.Y = mul_minus_mul(M, S - r.X, W, Y);
+        r.Y = mul_minus_mul<true>(M, S - r.X, W, Y);
         r.ZZ = V * ZZ;
         r.ZZZ = W * ZZZ;
         return r;
@@ -73,7 +77,7 @@ struct Xyzz {
         const F M = X2.dbl() + X2;
         Xyzz r;
         r.X = M.sqr() - S.dbl();
-        r.Y = mul_minus_mul(M, S - r.X, W, p.y);
+        r.Y = mul_minus_mul<false>(M, S - r.X, W, p.y);
         r.ZZ = V;
         r.ZZZ = W;
         return r;
@@ -93,7 +97,7 @@ struct Xyzz {
         const F Q = X * PP;
         Xyzz r;
         r.X = R.sqr() - PPP - Q.dbl();
-        r.Y = mul_minus_mul(R, Q - r.X, Y, PPP);
+        r.Y = mul_minus_mul<false>(R, Q - r.X, Y, PPP);
         r.ZZ = ZZ * PP;
         r.ZZZ = ZZZ * PPP;
         return r;
@@ -115,7 +119,7 @@ struct Xyzz {
         const F Q = U1 * PP;
         Xyzz r;
         r.X = R.sqr() - PPP - Q.dbl();
-        r.Y = mul_minus_mul(R, Q - r.X, S1, PPP);
+        r.Y = mul_minus_mul<true>(R, Q - r.X, S1, PPP);
         r.ZZ = ZZ * q.ZZ * PP;
         r.ZZZ = ZZZ * q.ZZZ * PPP;
         return r;

@@ -499,6 +499,17 @@ struct alignas(16) Fp {
 
     __device__ __forceinline__ static Fp redc(const Wide& t) { return redc(t.v); }
 
+    // a b - c d for a, b, c, d < p with one reduction: p^2 + a b - c d lies in (0, 2p^2), below
+    // p 2^(32N) when 2p < 2^(32N). On the FP64 form, two products as operator*'s.
+    __device__ __forceinline__ static Fp mul_minus_mul(const Fp& a, const Fp& b, const Fp& c, const Fp& d) {
+        if constexpr (FP64) {
+            return a * b - c * d;
+        } else {
+            static_assert(P::mod(N - 1) < 0x7fffffffu, "2p^2 must stay below p 2^(32N)");
+            return redc(sub_wide(add_wide(k_p2<1>(), mul_wide(a, b)), mul_wide(c, d)));
+        }
+    }
+
 
    private:
     // r[0..2H) = x y for H-limb x, y (H even), rows as in mul_int without the reduction: after row i
