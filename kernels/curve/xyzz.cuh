@@ -15,9 +15,9 @@ namespace cuzk {
 
 // a b - c d. Over Fq2 with one reduction a coefficient (Fq2::mul_minus_mul: six 12-limb products and
 // two reductions against six and four). Over Fq with one reduction (Fp::mul_minus_mul) where FUSED,
-// else as two products: the mixed additions keep them apart, as fusing there took G1's later round
-// over affine partials (G_sum_partials) from 136 to 174 registers, three blocks a multiprocessor
-// to two.
+// else as two products: the formulas with an affine operand (mixed addition and doubling) keep them
+// apart, as fusing there took G1's later round over affine partials (G_sum_partials) from 142 to 174
+// registers, three blocks a multiprocessor to two.
 template <bool FUSED, class F>
 __device__ __forceinline__ F mul_minus_mul(const F& a, const F& b, const F& c, const F& d) {
     if constexpr (std::is_same_v<F, Fq2>) {

@@ -1,7 +1,8 @@
 // cuzk kernels: Montgomery arithmetic on 32-bit limbs with PTX carry chains (field/ptx.cuh).
 //
 // A field element is N little-endian 32-bit limbs holding x * 2^(32N) mod p (the same bytes as
-// arkworks' 64-bit Montgomery limbs). Every operation takes and returns fully reduced values.
+// arkworks' 64-bit Montgomery limbs). Every operation takes and returns fully reduced values; only
+// Wide (below) holds products before their reduction.
 #pragma once
 #include <stdint.h>
 
@@ -454,16 +455,17 @@ struct alignas(16) Fp {
         return t;
     }
 
-    // a + b without the reduction: below 2p for a, b < p, which fits N limbs when 2p < 2^(32N);
-    // only for mul_wide's operands.
-    __device__ __forceinline__ static Fp add_unreduced(const Fp& a, const Fp& b) {
+    // (a0 + a1)(b0 + b1) as 2N limbs, the sums taken without their reduction (each below 2p, which
+    // fits N limbs when 2p < 2^(32N)), so that the product is exactly that of the sums: below 4p^2.
+    __device__ __forceinline__ static Wide mul_wide_of_sums(const Fp& a0, const Fp& a1, const Fp& b0,
+                                                           const Fp& b1) {
         static_assert(P::mod(N - 1) < 0x7fffffffu, "2p must fit the limbs");
-        Fp r;
-        ptx::add_cc(r.v[0], a.v[0], b.v[0]);
-#pragma unroll
-        for (int k = 1; k < N - 1; k++) ptx::addc_cc(r.v[k], a.v[k], b.v[k]);
-        ptx::addc(r.v[N - 1], a.v[N - 1], b.v[N - 1]);
-        return r;
+        uint32_t x[N], y[N];
+        add_limbs(a0.v, a1.v, x);
+        add_limbs(b0.v, b1.v, y);
+        Wide t;
+        mul_half<N>(x, y, t.v);
+        return t;
     }
 
     // t + u and t - u modulo 2^(64N).
@@ -512,6 +514,15 @@ struct alignas(16) Fp {
 
 
    private:
+    // s = x + y over N limbs, the carry out dropped (the callers' sums fit).
+    __device__ __forceinline__ static void add_limbs(const uint32_t (&x)[N], const uint32_t (&y)[N],
+                                                     uint32_t (&s)[N]) {
+        ptx::add_cc(s[0], x[0], y[0]);
+#pragma unroll
+        for (int k = 1; k < N - 1; k++) ptx::addc_cc(s[k], x[k], y[k]);
+        ptx::addc(s[N - 1], x[N - 1], y[N - 1]);
+    }
+
     // r[0..2H) = x y for H-limb x, y (H even), rows as in mul_int without the reduction: after row i
     // the lowest limb e[0] is final (r[i]) and the accumulators move down one limb.
     template <int H>
