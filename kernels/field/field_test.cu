@@ -96,24 +96,29 @@ extern "C" __global__ void fr_mul_shoup_bench(const Fr* a, const Fr* wt, Fr* out
     out[i] = x + z;
 }
 
+// Two independent chains a thread, x and z <- op(x, y) and op(z, y) `iters` times with y = a[i + 1]
+// fixed, the result written so that nothing is optimised away.
+template <class F, class Op>
+__device__ __forceinline__ void op_chains(const F* a, F* out, uint32_t n, uint32_t iters, Op op) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    F x = a[i], z = a[(i + 2) % n];
+    const F y = a[(i + 1) % n];
+    for (uint32_t k = 0; k < iters; k++) {
+        x = op(x, y);
+        z = op(z, y);
+    }
+    out[i] = x + z;
+}
+
 // Squaring chains: each thread squares two independent values `iters` times, by sqr_int's rows when
 // `rows` is 1 (Fq's sqr()), by operator*'s product of the value with itself when 0; the same outputs.
 extern "C" __global__ void fq_sqr_bench(const Fq* a, Fq* out, uint32_t n, uint32_t iters, uint32_t rows) {
-    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    Fq x = a[i], z = a[(i + 2) % n];
     if (rows != 0) {
-        for (uint32_t k = 0; k < iters; k++) {
-            x = x.sqr_int();
-            z = z.sqr_int();
-        }
+        op_chains(a, out, n, iters, [](const Fq& x, const Fq&) { return x.sqr_int(); });
     } else {
-        for (uint32_t k = 0; k < iters; k++) {
-            x = x.mul_int(x);
-            z = z.mul_int(z);
-        }
+        op_chains(a, out, n, iters, [](const Fq& x, const Fq&) { return x.mul_int(x); });
     }
-    out[i] = x + z;
 }
 
 // Fq2 products in chains as fq_sqr_bench's: each thread multiplies two values by a third `iters` times,
@@ -125,22 +130,11 @@ __device__ __noinline__ Fq2 fq2_mul_reduced(Fq2 a, Fq2 b) {
 }
 
 extern "C" __global__ void fq2_mul_bench(const Fq2* a, Fq2* out, uint32_t n, uint32_t iters, uint32_t wide) {
-    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    Fq2 x = a[i], z = a[(i + 2) % n];
-    const Fq2 y = a[(i + 1) % n];
     if (wide != 0) {
-        for (uint32_t k = 0; k < iters; k++) {
-            x = x * y;
-            z = z * y;
-        }
+        op_chains(a, out, n, iters, [](const Fq2& x, const Fq2& y) { return x * y; });
     } else {
-        for (uint32_t k = 0; k < iters; k++) {
-            x = fq2_mul_reduced(x, y);
-            z = fq2_mul_reduced(z, y);
-        }
+        op_chains(a, out, n, iters, [](const Fq2& x, const Fq2& y) { return fq2_mul_reduced(x, y); });
     }
-    out[i] = x + z;
 }
 
 // The same chains on `units` (MulUnits): 0 the integer units (operator*), 1 the FP64 units (mul_fp64),

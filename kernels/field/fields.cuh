@@ -57,53 +57,44 @@ struct Fq2 {
 // numbers, the sums unreduced (below 2p) so that v2 - v0 - v1 = a0 b1 + a1 b0 exactly (below 2p^2), and
 // p^2 + v0 - v1 in (0, 2p^2): both below p 2^384, as redc needs. Three 12-limb products and two
 // reductions, against three of each.
-__device__ __noinline__ Fq2 fq2_mul(Fq2 a, Fq2 b) {
-    // v2 first, then each of v0 and v1 taken into both accumulators as soon as it is formed, so that
-    // no more than two 24-limb values are live beside the product being formed.
-    Fq::Wide acc1 = Fq::mul_wide_of_sums(a.c0, a.c1, b.c0, b.c1), acc0;
+// acc0 += a0 b0 - a1 b1 and acc1 -= a0 b0 + a1 b1 (with NEG the opposite signs), modulo 2^768: each
+// product is formed and taken into both accumulators in turn, so that no more than two 24-limb values
+// are live beside the product being formed.
+template <bool NEG>
+__device__ __forceinline__ void fq2_take_products(Fq::Wide& acc0, Fq::Wide& acc1, const Fq2& a, const Fq2& b) {
     {
         const Fq::Wide v0 = Fq::mul_wide(a.c0, b.c0);
-        acc1 = Fq::sub_wide(acc1, v0);
-        acc0 = Fq::add_wide(Fq::k_p2<1>(), v0);
+        acc1 = NEG ? Fq::add_wide(acc1, v0) : Fq::sub_wide(acc1, v0);
+        acc0 = NEG ? Fq::sub_wide(acc0, v0) : Fq::add_wide(acc0, v0);
     }
     {
         const Fq::Wide v1 = Fq::mul_wide(a.c1, b.c1);
-        acc1 = Fq::sub_wide(acc1, v1);
-        acc0 = Fq::sub_wide(acc0, v1);
+        acc1 = NEG ? Fq::add_wide(acc1, v1) : Fq::sub_wide(acc1, v1);
+        acc0 = NEG ? Fq::add_wide(acc0, v1) : Fq::sub_wide(acc0, v1);
     }
+}
+
+__device__ __noinline__ Fq2 fq2_mul(Fq2 a, Fq2 b) {
+    // v2 first, then v0 and v1.
+    Fq::Wide acc0 = Fq::k_p2<1>(), acc1 = Fq::mul_wide_of_sums(a.c0, a.c1, b.c0, b.c1);
+    fq2_take_products<false>(acc0, acc1, a, b);
     return {Fq::redc(acc0), Fq::redc(acc1)};
 }
 
 // a b - c d, each coefficient reduced once: with v and w the Karatsuba products of a b and c d as in
 // fq2_mul, c0 = 2p^2 + (v0 - v1) - (w0 - w1), whose two differences lie in (-p^2, p^2), and
 // c1 = 2p^2 + (v2 - v0 - v1) - (w2 - w0 - w1), whose two lie in [0, 2p^2): both in (0, 4p^2), below
-// p 2^384 as Fq's p < 2^382 keeps it. Six products and two reductions, against six and four (and a subtraction) for a b - c d.
-// Both sums wrap modulo 2^768 on the way (redc sees only their final values).
+// p 2^384 as Fq's p < 2^382 keeps it. Six products and two reductions, against six and four (and a
+// subtraction) for a b - c d. Both sums wrap modulo 2^768 on the way (redc sees only their final
+// values).
 __device__ __noinline__ Fq2 fq2_mul_minus_mul(Fq2 a, Fq2 b, Fq2 c, Fq2 d) {
     static_assert(FqParams::mod(FqParams::N - 1) < 0x3fffffffu, "4p^2 must stay below p 2^384");
     // Each operand pair's products in turn, so that its operands die as soon as they are used.
-    Fq::Wide acc1 = Fq::add_wide(Fq::k_p2<2>(), Fq::mul_wide_of_sums(a.c0, a.c1, b.c0, b.c1)), acc0;
-    {
-        const Fq::Wide v0 = Fq::mul_wide(a.c0, b.c0);
-        acc1 = Fq::sub_wide(acc1, v0);
-        acc0 = Fq::add_wide(Fq::k_p2<2>(), v0);
-    }
-    {
-        const Fq::Wide v1 = Fq::mul_wide(a.c1, b.c1);
-        acc1 = Fq::sub_wide(acc1, v1);
-        acc0 = Fq::sub_wide(acc0, v1);
-    }
+    Fq::Wide acc0 = Fq::k_p2<2>();
+    Fq::Wide acc1 = Fq::add_wide(Fq::k_p2<2>(), Fq::mul_wide_of_sums(a.c0, a.c1, b.c0, b.c1));
+    fq2_take_products<false>(acc0, acc1, a, b);
     acc1 = Fq::sub_wide(acc1, Fq::mul_wide_of_sums(c.c0, c.c1, d.c0, d.c1));
-    {
-        const Fq::Wide w0 = Fq::mul_wide(c.c0, d.c0);
-        acc1 = Fq::add_wide(acc1, w0);
-        acc0 = Fq::sub_wide(acc0, w0);
-    }
-    {
-        const Fq::Wide w1 = Fq::mul_wide(c.c1, d.c1);
-        acc1 = Fq::add_wide(acc1, w1);
-        acc0 = Fq::add_wide(acc0, w1);
-    }
+    fq2_take_products<true>(acc0, acc1, c, d);
     return {Fq::redc(acc0), Fq::redc(acc1)};
 }
 

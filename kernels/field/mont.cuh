@@ -461,8 +461,8 @@ struct alignas(16) Fp {
                                                            const Fp& b1) {
         static_assert(P::mod(N - 1) < 0x7fffffffu, "2p must fit the limbs");
         uint32_t x[N], y[N];
-        add_limbs(a0.v, a1.v, x);
-        add_limbs(b0.v, b1.v, y);
+        add_limbs<N>(a0.v, a1.v, x);
+        add_limbs<N>(b0.v, b1.v, y);
         Wide t;
         mul_half<N>(x, y, t.v);
         return t;
@@ -471,10 +471,7 @@ struct alignas(16) Fp {
     // t + u and t - u modulo 2^(64N).
     __device__ __forceinline__ static Wide add_wide(const Wide& t, const Wide& u) {
         Wide r;
-        ptx::add_cc(r.v[0], t.v[0], u.v[0]);
-#pragma unroll
-        for (int k = 1; k < 2 * N - 1; k++) ptx::addc_cc(r.v[k], t.v[k], u.v[k]);
-        ptx::addc(r.v[2 * N - 1], t.v[2 * N - 1], u.v[2 * N - 1]);
+        add_limbs<2 * N>(t.v, u.v, r.v);
         return r;
     }
     __device__ __forceinline__ static Wide sub_wide(const Wide& t, const Wide& u) {
@@ -514,13 +511,14 @@ struct alignas(16) Fp {
 
 
    private:
-    // s = x + y over N limbs, the carry out dropped (the callers' sums fit).
-    __device__ __forceinline__ static void add_limbs(const uint32_t (&x)[N], const uint32_t (&y)[N],
-                                                     uint32_t (&s)[N]) {
+    // s = x + y over M limbs, modulo 2^(32M) (the carry out dropped).
+    template <int M>
+    __device__ __forceinline__ static void add_limbs(const uint32_t (&x)[M], const uint32_t (&y)[M],
+                                                     uint32_t (&s)[M]) {
         ptx::add_cc(s[0], x[0], y[0]);
 #pragma unroll
-        for (int k = 1; k < N - 1; k++) ptx::addc_cc(s[k], x[k], y[k]);
-        ptx::addc(s[N - 1], x[N - 1], y[N - 1]);
+        for (int k = 1; k < M - 1; k++) ptx::addc_cc(s[k], x[k], y[k]);
+        ptx::addc(s[M - 1], x[M - 1], y[M - 1]);
     }
 
     // r[0..2H) = x y for H-limb x, y (H even), rows as in mul_int without the reduction: after row i

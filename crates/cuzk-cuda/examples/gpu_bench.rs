@@ -173,53 +173,23 @@ fn field_throughput(b: &CudaBackend, rows: &mut Vec<Row>) -> Result<(), CudaErro
         note: format!("{rate:.3e} mul/s; {:.2}x the integer row; same outputs", rate / fq_rate),
     });
     // Squarings by sqr_int's rows beside the product of a value with itself; same outputs.
-    let mut squares = Vec::new();
-    for by_rows in [false, true] {
-        let ms = time_gpu(b, 5, || kernels::fq_sqr_bench(gpu, s, &dfq, &mut ofq, iters, by_rows))?;
-        squares.push((ms, gpu.download(s, &ofq)?));
-    }
-    assert!(squares[0].1 == squares[1].1, "Fq sqr_int differs from operator*");
-    for (by_rows, (ms, _)) in [false, true].into_iter().zip(&squares) {
-        let rate = muls / (ms / 1e3);
-        rows.push(Row {
-            what: format!(
-                "Fq sqr throughput, {}",
-                if by_rows { "sqr_int (rows of N - i products)" } else { "a * a" }
-            ),
-            size: format!("{muls:.2e} squarings"),
-            gpu_ms: *ms,
-            cpu_ms: None,
-            note: format!("{rate:.3e} sqr/s; {:.2}x the Fq mul row; same outputs", rate / fq_rate),
-        });
-    }
+    let labels = ["Fq sqr throughput, a * a", "Fq sqr throughput, sqr_int (rows of N - i products)"];
+    let base = Some((fq_rate, "the Fq mul row"));
+    side_by_side(b, rows, (muls, "sqr", "squarings"), labels, base, &mut ofq, |by_rows, out| {
+        kernels::fq_sqr_bench(gpu, s, &dfq, out, iters, by_rows)
+    })?;
     // Fq2 products with each coefficient reduced once beside three reduced Fq products; same outputs.
     let fq2: Vec<GpuFq2> =
         (0..threads).map(|_| GpuFq2(DeviceFq2::from_ark(&ark_bls12_381::Fq2::rand(&mut rng)))).collect();
     let dfq2 = gpu.upload(s, &fq2)?;
     let mut ofq2: CudaSlice<GpuFq2> = gpu.zeros(s, threads)?;
-    let mut products = Vec::new();
-    for wide in [false, true] {
-        let ms = time_gpu(b, 5, || kernels::fq2_mul_bench(gpu, s, &dfq2, &mut ofq2, iters, wide))?;
-        products.push((ms, gpu.download(s, &ofq2)?));
-    }
-    assert!(products[0].1 == products[1].1, "Fq2 products reduced once differ from three reduced products");
-    let reduced_rate = muls / (products[0].0 / 1e3);
-    for (wide, (ms, _)) in [false, true].into_iter().zip(&products) {
-        let rate = muls / (ms / 1e3);
-        rows.push(Row {
-            what: format!(
-                "Fq2 mul throughput, {}",
-                if wide { "fq2_mul (each coefficient reduced once)" } else { "three reduced Fq products" }
-            ),
-            size: format!("{muls:.2e} muls"),
-            gpu_ms: *ms,
-            cpu_ms: None,
-            note: format!(
-                "{rate:.3e} mul/s; {:.2}x the three-product row; same outputs",
-                rate / reduced_rate
-            ),
-        });
-    }
+    let labels = [
+        "Fq2 mul throughput, three reduced Fq products",
+        "Fq2 mul throughput, fq2_mul (each coefficient reduced once)",
+    ];
+    side_by_side(b, rows, (muls, "mul", "muls"), labels, None, &mut ofq2, |wide, out| {
+        kernels::fq2_mul_bench(gpu, s, &dfq2, out, iters, wide)
+    })?;
     // Inversions side by side: 2^18 threads of 8 dependent ones each, in multiplications' worth.
     let (inv_threads, inv_iters) = (1usize << 18, 8u32);
     let inversions = (inv_threads as f64) * inv_iters as f64;
@@ -234,6 +204,40 @@ fn field_throughput(b: &CudaBackend, rows: &mut Vec<Row>) -> Result<(), CudaErro
             gpu_ms: ms,
             cpu_ms: None,
             note: format!("{:.3e} inv/s; one costs {:.0} Fq multiplications", 1.0 / per, per * fq_rate),
+        });
+    }
+    Ok(())
+}
+
+/// Two forms of one throughput kernel side by side: `run(false, out)` then `run(true, out)`, each
+/// timed (`ops` operations, a `unit` each, `noun` in the size column) and its output downloaded; the outputs must be equal.
+/// A row each, labelled `labels[form]`, its rate against `base` (a rate and its row's name) or, when
+/// `None`, against the first form's.
+fn side_by_side<T: cudarc::driver::DeviceRepr + Default + Clone + PartialEq>(
+    b: &CudaBackend,
+    rows: &mut Vec<Row>,
+    (ops, unit, noun): (f64, &str, &str),
+    labels: [&str; 2],
+    base: Option<(f64, &str)>,
+    out: &mut CudaSlice<T>,
+    mut run: impl FnMut(bool, &mut CudaSlice<T>) -> Result<(), CudaError>,
+) -> Result<(), CudaError> {
+    let (gpu, s) = (b.gpu(), b.gpu().compute_stream());
+    let mut runs = Vec::new();
+    for form in [false, true] {
+        let ms = time_gpu(b, 5, || run(form, out))?;
+        runs.push((ms, gpu.download(s, out)?));
+    }
+    assert!(runs[0].1 == runs[1].1, "{} differs from {}", labels[1], labels[0]);
+    let (base_rate, base_name) = base.unwrap_or((ops / (runs[0].0 / 1e3), "the first row"));
+    for (label, (ms, _)) in labels.into_iter().zip(&runs) {
+        let rate = ops / (ms / 1e3);
+        rows.push(Row {
+            what: label.into(),
+            size: format!("{ops:.2e} {noun}"),
+            gpu_ms: *ms,
+            cpu_ms: None,
+            note: format!("{rate:.3e} {unit}/s; {:.2}x {base_name}; same outputs", rate / base_rate),
         });
     }
     Ok(())
