@@ -18,7 +18,10 @@ pub use backend::{CudaBackend, GpuPoly};
 pub use gpu::{DeviceInfo, Gpu, Timer};
 pub use msm::{GpuBases, MsmConfig, Residency, Table};
 pub use r1cs::{GpuShape, RowSplit};
-pub use tables::{BatchReport, TableReport, TABLE_CHOICES, TABLE_MIN_POINTS, WITNESS_SORT};
+pub use tables::{
+    BatchReport, TableReport, PARTIAL_TABLE_CHOICES, PARTIAL_TABLE_MIN_POINTS, TABLE_CHOICES,
+    TABLE_MIN_POINTS, WITNESS_SORT,
+};
 pub use types::{GpuAffine, GpuFq, GpuFq2, GpuFr, GpuG1Affine, GpuG2Affine, Xyzz};
 
 /// What can go wrong on the GPU.

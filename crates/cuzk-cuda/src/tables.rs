@@ -20,6 +20,18 @@ pub const TABLE_CHOICES: &[(u32, u32)] = &[(20, 13)];
 /// the entries.
 pub const TABLE_MIN_POINTS: usize = 1 << 20;
 
+/// Partial tables [`CudaBackend::precompute_partial_tables`] tries, most multiples first, for an MSM
+/// over random scalars (H) that a full table did not fit: (window bits, multiples per point). A
+/// table of `m` multiples folds `m` windows into a set, so 20-bit windows of a 255-bit scalar take
+/// `ceil(13 / m)` sets instead of 13: fewer reductions and a shorter sort, the same additions. Each
+/// count of sets (2, 3, 4, 5, 7) with its fewest multiples. On the H200, G1 2^27 random in one
+/// batch: 4 multiples 652.8 ms against 719.9 without a table (docs/benchmarks/cuda-msm.md).
+pub const PARTIAL_TABLE_CHOICES: &[(u32, u32)] = &[(20, 7), (20, 5), (20, 4), (20, 3), (20, 2)];
+
+/// Fewest points per batch a partial table is built for: at 2^22 a table of four windows a set was
+/// slower than none (38.6 ms against 37.7), at 2^24 faster (123 against 132).
+pub const PARTIAL_TABLE_MIN_POINTS: usize = 1 << 24;
+
 /// An MSM given a table by [`CudaBackend::precompute_tables`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableReport {
@@ -228,13 +240,40 @@ impl CudaBackend {
         let min = (self.msm_config().batch, min_points);
         serve(
             key,
-            |msm, bases, slot| self.precompute_one::<G1>(msm, bases, slot, keep_free, min),
-            |msm, bases, slot| self.precompute_one::<G2>(msm, bases, slot, keep_free, min),
+            |msm, bases, slot| self.precompute_one::<G1>(msm, bases, slot, keep_free, min, TABLE_CHOICES),
+            |msm, bases, slot| self.precompute_one::<G2>(msm, bases, slot, keep_free, min, TABLE_CHOICES),
         )
     }
 
-    /// Gives `bases`, the MSM at `index` of `shapes`, the widest table of [`TABLE_CHOICES`] that fits
-    /// beside `keep_free` bytes and the key's MSM buffers with that table, and records it in `shapes`.
+    /// Gives the MSMs of `key` over random scalars (H) that have no table a partial one
+    /// ([`PARTIAL_TABLE_CHOICES`], the most multiples that fit beside `keep_free` bytes and the key's
+    /// MSM buffers), where their batches have at least `min_points` points (the engine passes
+    /// [`PARTIAL_TABLE_MIN_POINTS`]). Call it after [`CudaBackend::widen_batches`]: a partial table
+    /// is worth less than the batches (G1 2^27 random: one batch instead of eight 121 ms, four
+    /// multiples 67 ms), so it takes only the memory they leave. The MSMs over the witness take none:
+    /// a partial table was slower than none on bit-heavy scalars (docs/benchmarks/cuda-msm.md).
+    /// Returns one line per MSM given a table.
+    pub fn precompute_partial_tables(
+        &self,
+        key: &mut PreparedKey<CudaBackend>,
+        keep_free: usize,
+        min_points: usize,
+    ) -> Result<Vec<TableReport>, CudaError> {
+        let min = (self.msm_config().batch, min_points);
+        let choices = PARTIAL_TABLE_CHOICES;
+        serve(
+            key,
+            |msm, bases, slot| match witness_scalars(msm) || bases.table().is_some() {
+                true => Ok(None),
+                false => self.precompute_one::<G1>(msm, bases, slot, keep_free, min, choices),
+            },
+            // B in G2 sums over the witness.
+            |_, _, _| Ok(None),
+        )
+    }
+
+    /// Gives `bases`, the MSM at `index` of `shapes`, the first table of `choices` that fits beside
+    /// `keep_free` bytes and the key's MSM buffers with that table, and records it in `shapes`.
     fn precompute_one<C: Curve>(
         &self,
         msm: &'static str,
@@ -242,12 +281,13 @@ impl CudaBackend {
         (index, shapes): Slot<'_>,
         keep_free: usize,
         (batch, min_points): (usize, usize),
+        choices: &[(u32, u32)],
     ) -> Result<Option<TableReport>, CudaError> {
         let batch = bases.batch().unwrap_or(batch);
         if !bases.is_resident() || bases.kept().min(batch) < min_points.max(1) {
             return Ok(None);
         }
-        for &(window_bits, multiples) in TABLE_CHOICES {
+        for &(window_bits, multiples) in choices {
             let multiples = multiples.min(256u32.div_ceil(window_bits));
             let table = Table { window_bits, multiples };
             let bytes = bases.table_bytes(multiples);
@@ -255,8 +295,12 @@ impl CudaBackend {
             with[index].table = (multiples > 1).then_some(table);
             let workspace = self.workspace_for(&with)?;
             let (free, _) = self.gpu().memory()?;
-            // The old points stay until the table is built, then go: the table needs its own size.
-            if bytes.saturating_add(workspace).saturating_add(keep_free) > free {
+            if !msm::table_fits(
+                bytes,
+                bases.device_bytes() as usize,
+                workspace.saturating_add(keep_free),
+                free,
+            ) {
                 continue;
             }
             let start = std::time::Instant::now();
@@ -369,6 +413,64 @@ mod tests {
         let (h, _, h_len) = msm::plan_for::<G1>(1 << 27, None, one(None), &config).unwrap();
         let (l, _, l_len) = msm::plan_for::<G1>(1 << 27, None, one(Some(16)), &config).unwrap();
         assert_eq!((h.c, h_len, l.c, l_len), (20, 1 << 27, 16, 1 << 27));
+    }
+
+    #[test]
+    fn a_table_needs_its_own_size_to_build_then_leaves_the_reserve_once_the_points_go() {
+        const GB: usize = 1 << 30;
+        // 2^27 G1 points (12 GiB) replaced by two multiples each (24 GiB) with 96 GiB free: the
+        // reserve may take what the points gave back.
+        assert!(msm::table_fits(24 * GB, 12 * GB, 84 * GB, 96 * GB));
+        assert!(!msm::table_fits(24 * GB, 12 * GB, 84 * GB + 1, 96 * GB));
+        // The build needs the whole table free whatever the points give back after it.
+        assert!(!msm::table_fits(97 * GB, 96 * GB, 0, 96 * GB));
+        assert!(msm::table_fits(96 * GB, 96 * GB, 0, 96 * GB));
+    }
+
+    #[test]
+    fn a_partial_table_for_h_of_a_2_27_key_takes_no_more_msm_buffers_than_none() {
+        // The porep-like key's five MSMs in one batch each, H with each partial table: the table's
+        // fewer sets and its sort in two parts (pairs of at most 10 windows, not 13) keep the key's
+        // buffers within what they take without a table, so only the table's own bytes are new.
+        let config = MsmConfig::default();
+        let n = 1usize << 27;
+        let count = |table: Option<Table>| {
+            let msms = [("h", n - 1, false), ("l", n - 2, false), ("b_g2", n / 100 * 44, true)];
+            let msms = msms.into_iter().chain([("a", n / 100 * 86, false), ("b_g1", n / 100 * 44, false)]);
+            let takes: Vec<_> = msms
+                .map(|(msm, points, g2)| {
+                    let (window, sort) =
+                        (widened_window(msm, n, None, &config), widened_sort(msm, None, &config));
+                    let over = Batching { batch: Some(n), window, sort }.over(&config);
+                    let table = table.filter(|_| msm == "h");
+                    match g2 {
+                        true => msm::msm_takes::<G2>(132, points, table, false, &over).unwrap(),
+                        false => msm::msm_takes::<G1>(132, points, table, false, &over).unwrap(),
+                    }
+                })
+                .collect();
+            msm::shelved_bytes(&takes)
+        };
+        let none = count(None);
+        for &(window_bits, multiples) in PARTIAL_TABLE_CHOICES {
+            let with = count(Some(Table { window_bits, multiples }));
+            assert!(with <= none + (none >> 5), "{multiples} multiples: {with} bytes against {none}");
+        }
+    }
+
+    #[test]
+    fn partial_tables_fold_h_s_windows_into_fewer_sets_each_with_its_fewest_multiples() {
+        let mut sets = Vec::new();
+        for &(c, m) in PARTIAL_TABLE_CHOICES {
+            let windows = 256u32.div_ceil(c);
+            assert!(m > 1 && m < windows, "({c}, {m}) is not partial");
+            Plan::with_multiples(1 << 27, c, m).unwrap();
+            // No fewer multiples give as few sets.
+            assert!(windows.div_ceil(m - 1) > windows.div_ceil(m), "({c}, {m})");
+            sets.push(windows.div_ceil(m));
+        }
+        assert!(sets.windows(2).all(|w| w[0] < w[1]), "most multiples first: sets {sets:?}");
+        assert!(!witness_scalars("h"));
     }
 
     #[test]

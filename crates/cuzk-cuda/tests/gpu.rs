@@ -9,7 +9,7 @@ use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use cuzk_circuits::PorepLike;
 use cuzk_cuda::msm::{Curve, G1, G2};
 use cuzk_cuda::msm::{FirstRound, Sort};
-use cuzk_cuda::{kernels, CudaBackend, GpuFq, GpuFq2, GpuFr, MsmConfig, Residency};
+use cuzk_cuda::{kernels, CudaBackend, GpuFq, GpuFq2, GpuFr, MsmConfig, Residency, PARTIAL_TABLE_CHOICES};
 use cuzk_field::{constants, DeviceFq, DeviceFq2, DeviceFr, DeviceRepr};
 use cuzk_groth16::{prove, witness_map, CpuBackend, NttKind, PolyBackend, PreparedKey, ProveOptions};
 use cuzk_synth::{synthesize, SynthesisOptions};
@@ -1022,6 +1022,20 @@ fn groth16_proofs_on_the_gpu_equal_the_cpu_backends() {
         let (on_cpu, _) = prove(&CpuBackend, &cpu_key, &syn, r, s, &ProveOptions::default()).unwrap();
         assert_eq!(on_gpu, on_cpu, "proofs differ at 2^{k} with tables");
         assert!(gpu.precompute_tables(&mut tabled, 0, usize::MAX).unwrap().is_empty());
+        // H alone with a partial table (the MSMs over the witness take none), as the engine gives
+        // one after widening the batches.
+        let pk = keygen(circuit, &mut rng);
+        let mut partial = PreparedKey::new(&gpu, pk.clone()).unwrap();
+        let cpu_key = PreparedKey::new(&CpuBackend, pk).unwrap();
+        let built = gpu.precompute_partial_tables(&mut partial, 0, 1).unwrap();
+        let got: Vec<_> = built.iter().map(|t| (t.msm, t.table.multiples)).collect();
+        let most = PARTIAL_TABLE_CHOICES[0].1;
+        assert_eq!(got, [("h", most)], "2^{k}: partial tables built {built:?}");
+        let (on_gpu, _) = prove(&gpu, &partial, &syn, r, s, &ProveOptions::default())
+            .unwrap_or_else(|e| panic!("2^{k} on the GPU with a partial table: {e}"));
+        let (on_cpu, _) = prove(&CpuBackend, &cpu_key, &syn, r, s, &ProveOptions::default()).unwrap();
+        assert_eq!(on_gpu, on_cpu, "proofs differ at 2^{k} with a partial table for H");
+        assert!(gpu.precompute_partial_tables(&mut partial, 0, 1).unwrap().is_empty(), "2^{k}: twice");
     }
 }
 

@@ -83,9 +83,10 @@ impl CudaKey {
     /// Makes `pk` resident on `backend`'s GPU with the MSMs' buffers and one partition's device
     /// buffers reserved: a key whose partitions cannot fit beside it is refused here, and proofs
     /// allocate nothing. With `tables: Some(keep)`, the MSMs get tables of precomputed multiples, then
-    /// batches larger than the backend's, in the memory that `keep` bytes (a recorded shape to come)
-    /// and [`TABLE_KEEP_SLOTS`] partitions leave ([`CudaBackend::precompute_tables`],
-    /// [`CudaBackend::widen_batches`]).
+    /// batches larger than the backend's, then partial tables for H where memory is still left, in
+    /// the memory that `keep` bytes (a recorded shape to come) and [`TABLE_KEEP_SLOTS`] partitions
+    /// leave ([`CudaBackend::precompute_tables`], [`CudaBackend::widen_batches`],
+    /// [`CudaBackend::precompute_partial_tables`]).
     pub(crate) fn load(
         backend: &Arc<CudaBackend>,
         pk: ProvingKey<Bls12_381>,
@@ -95,9 +96,16 @@ impl CudaKey {
         let (tables, batches) = if let Some(keep) = tables {
             let slot = cuzk_cuda::arena::slot_bytes(key.domain_size(), key.variables());
             let keep = slot.saturating_mul(TABLE_KEEP_SLOTS).saturating_add(keep);
-            let built = backend
+            let mut built = backend
                 .precompute_tables(&mut key, keep, cuzk_cuda::TABLE_MIN_POINTS)
                 .map_err(|e| device_error("precompute_tables", e))?;
+            let batches =
+                backend.widen_batches(&mut key, keep).map_err(|e| device_error("widen_batches", e))?;
+            built.extend(
+                backend
+                    .precompute_partial_tables(&mut key, keep, cuzk_cuda::PARTIAL_TABLE_MIN_POINTS)
+                    .map_err(|e| device_error("precompute_partial_tables", e))?,
+            );
             let device = backend.gpu().info().ordinal;
             for t in &built {
                 tracing::info!(
@@ -110,8 +118,6 @@ impl CudaKey {
                     "MSM table built"
                 );
             }
-            let batches =
-                backend.widen_batches(&mut key, keep).map_err(|e| device_error("widen_batches", e))?;
             for b in &batches {
                 tracing::info!(
                     device,

@@ -83,15 +83,19 @@ pub(crate) struct SortPart {
 
 impl SortPart {
     /// The parts of the binned sort for `digits`: as few as keep each within [`MAX_PART_BUCKETS`]
-    /// (one at most set each when a set alone is wider), their sets as even as possible, the larger
-    /// parts first.
+    /// (one at most set each when a set alone is wider), and at least two for a partial table
+    /// (several sets of several windows each), their sets as even as possible, the larger parts
+    /// first. A partial table's sets are few enough for one part, but the temporary holds a part's
+    /// windows: G1 2^27 at 20 bits with two multiples (7 sets) takes pairs of 8 windows in two parts,
+    /// 8.6 GB, against 13 windows, 14.0 GB, in one; and its bins are narrower, as they are for the
+    /// 13 untabled sets in two parts (docs/benchmarks/cuda-msm.md).
     pub(crate) fn of(digits: Digits) -> Vec<SortPart> {
         let Digits { c, windows, m } = digits;
         let m = m.max(1);
         let sets = windows.div_ceil(m);
         let half = 1u32 << (c - 1);
         let per = (MAX_PART_BUCKETS / half).max(1);
-        let parts = sets.div_ceil(per).max(1);
+        let parts = sets.div_ceil(per).max(if m > 1 { sets.min(2) } else { 1 });
         let mut out = Vec::with_capacity(parts as usize);
         let mut first = 0;
         for p in 0..parts {
@@ -344,10 +348,12 @@ mod tests {
                 // always the first's (c = 21, m = 3: 768 bins of 2^12, then 1024 of 2^11).
                 assert!(parts.iter().all(|p| p.windows <= parts[0].windows), "{what}");
                 assert!(parts.iter().all(|p| p.bins.count as usize <= SortPart::most_bins(&parts)));
-                // As few parts as that allows, as even as possible, the larger first.
+                // As few parts as that allows (two at least for a partial table), as even as
+                // possible, the larger first.
                 let sets = windows.div_ceil(m);
                 let per = (MAX_PART_BUCKETS / half).max(1);
-                assert_eq!(parts.len() as u32, sets.div_ceil(per), "{what}");
+                let least = if m > 1 { sets.min(2) } else { 1 };
+                assert_eq!(parts.len() as u32, sets.div_ceil(per).max(least), "{what}");
                 let sizes: Vec<u32> = parts.iter().map(|p| p.hi - p.lo).collect();
                 assert!(sizes.windows(2).all(|w| w[0] >= w[1] && w[0] - w[1] <= half), "{what}");
             }
@@ -358,6 +364,9 @@ mod tests {
         let wide = SortPart::of(Digits { c: 20, windows: 13, m: 1 });
         assert_eq!(wide.iter().map(|p| (p.windows, p.bins.shift)).collect::<Vec<_>>(), [(7, 12), (6, 12)]);
         assert_eq!(SortPart::of(Digits { c: 20, windows: 13, m: 13 }).len(), 1);
+        // A partial table at 20 bits: two parts whatever its multiples (sets 4 + 3 of two windows).
+        let partial = SortPart::of(Digits { c: 20, windows: 13, m: 2 });
+        assert_eq!(partial.iter().map(|p| p.windows).collect::<Vec<_>>(), [8, 5]);
         let uneven = SortPart::of(Digits { c: 21, windows: 13, m: 3 });
         assert_eq!(uneven.iter().map(|p| p.bins.count).collect::<Vec<_>>(), [768, 1024]);
         assert_eq!(SortPart::most_bins(&uneven), 1024);

@@ -92,6 +92,13 @@ impl Batching {
     }
 }
 
+/// Whether a table of `table` bytes replacing points of `points` bytes fits in `free` bytes of device
+/// memory with `reserve` bytes left: the points stay until the table is built, so the build needs the
+/// table's own size free; then they go, and the table less them must leave `reserve`.
+pub(crate) fn table_fits(table: usize, points: usize, reserve: usize, free: usize) -> bool {
+    table <= free && table.saturating_sub(points).saturating_add(reserve) <= free
+}
+
 /// The precomputed multiples of [`GpuBases`], as [`GpuBases::table`] reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Table {
@@ -213,8 +220,9 @@ impl<C: Curve> GpuBases<C> {
             })?;
         let bytes = self.table_bytes(multiples);
         let (free, _) = gpu.memory()?;
-        if bytes.saturating_add(reserve) > free {
-            return Err(CudaError::OutOfMemory { what: "an MSM table", need: bytes + reserve, free });
+        if !table_fits(bytes, self.device_bytes() as usize, reserve, free) {
+            let need = bytes.max(bytes.saturating_sub(self.device_bytes() as usize).saturating_add(reserve));
+            return Err(CudaError::OutOfMemory { what: "an MSM table", need, free });
         }
         let stream = gpu.compute_stream();
         let mut table = gpu.zeros::<GpuAffine<C>>(stream, len)?;

@@ -24,7 +24,7 @@ use cudarc::driver::CudaView;
 use cuzk_field::Projective;
 pub use cuzk_field::{Curve, G1, G2};
 
-pub(crate) use bases::{upload as upload_bases, MSM_RESERVE};
+pub(crate) use bases::{table_fits, upload as upload_bases, MSM_RESERVE};
 pub use bases::{Batching, GpuBases, MsmBases, Points, Residency, Table};
 pub use plan::{
     batch_affine_from, FirstRound, MsmConfig, Ones, Plan, Sort, MAX_WINDOW_BITS, WIDE_WINDOW_BITS,
