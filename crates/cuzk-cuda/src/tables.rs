@@ -237,12 +237,7 @@ impl CudaBackend {
         keep_free: usize,
         min_points: usize,
     ) -> Result<Vec<TableReport>, CudaError> {
-        let min = (self.msm_config().batch, min_points);
-        serve(
-            key,
-            |msm, bases, slot| self.precompute_one::<G1>(msm, bases, slot, keep_free, min, TABLE_CHOICES),
-            |msm, bases, slot| self.precompute_one::<G2>(msm, bases, slot, keep_free, min, TABLE_CHOICES),
-        )
+        self.serve_tables(key, keep_free, min_points, false)
     }
 
     /// Gives the MSMs of `key` over random scalars (H) that have no table a partial one
@@ -259,16 +254,31 @@ impl CudaBackend {
         keep_free: usize,
         min_points: usize,
     ) -> Result<Vec<TableReport>, CudaError> {
+        self.serve_tables(key, keep_free, min_points, true)
+    }
+
+    /// Runs [`CudaBackend::precompute_one`] on each of `key`'s MSMs that may take a table: with
+    /// [`TABLE_CHOICES`] every MSM; with [`PARTIAL_TABLE_CHOICES`] (`partial`) only those over random
+    /// scalars (H; B in G2 sums over the witness) that have no table yet.
+    fn serve_tables(
+        &self,
+        key: &mut PreparedKey<CudaBackend>,
+        keep_free: usize,
+        min_points: usize,
+        partial: bool,
+    ) -> Result<Vec<TableReport>, CudaError> {
         let min = (self.msm_config().batch, min_points);
-        let choices = PARTIAL_TABLE_CHOICES;
+        let choices = if partial { PARTIAL_TABLE_CHOICES } else { TABLE_CHOICES };
         serve(
             key,
-            |msm, bases, slot| match witness_scalars(msm) || bases.table().is_some() {
+            |msm, bases, slot| match partial && (witness_scalars(msm) || bases.table().is_some()) {
                 true => Ok(None),
                 false => self.precompute_one::<G1>(msm, bases, slot, keep_free, min, choices),
             },
-            // B in G2 sums over the witness.
-            |_, _, _| Ok(None),
+            |msm, bases, slot| match partial {
+                true => Ok(None),
+                false => self.precompute_one::<G2>(msm, bases, slot, keep_free, min, choices),
+            },
         )
     }
 
@@ -427,33 +437,38 @@ mod tests {
         assert!(msm::table_fits(96 * GB, 96 * GB, 0, 96 * GB));
     }
 
-    #[test]
-    fn a_partial_table_for_h_of_a_2_27_key_takes_no_more_msm_buffers_than_none() {
-        // The porep-like key's five MSMs in one batch each, H with each partial table: the table's
-        // fewer sets and its sort in two parts (pairs of at most 10 windows, not 13) keep the key's
-        // buffers within what they take without a table, so only the table's own bytes are new.
+    /// Device bytes the MSM buffers of a 2^27 porep-like key take with every MSM in one batch, H
+    /// with `h_table`, the MSMs over the witness sorting by `witness_sort` (the config's if `None`).
+    /// Kept points as in that key: H all but one, L all but the public inputs, A 86% of the
+    /// variables, B 44% (in G1 and G2).
+    fn porep_like_2_27_buffers(h_table: Option<Table>, witness_sort: Option<Sort>) -> usize {
         let config = MsmConfig::default();
         let n = 1usize << 27;
-        let count = |table: Option<Table>| {
-            let msms = [("h", n - 1, false), ("l", n - 2, false), ("b_g2", n / 100 * 44, true)];
-            let msms = msms.into_iter().chain([("a", n / 100 * 86, false), ("b_g1", n / 100 * 44, false)]);
-            let takes: Vec<_> = msms
-                .map(|(msm, points, g2)| {
-                    let (window, sort) =
-                        (widened_window(msm, n, None, &config), widened_sort(msm, None, &config));
-                    let over = Batching { batch: Some(n), window, sort }.over(&config);
-                    let table = table.filter(|_| msm == "h");
-                    match g2 {
-                        true => msm::msm_takes::<G2>(132, points, table, false, &over).unwrap(),
-                        false => msm::msm_takes::<G1>(132, points, table, false, &over).unwrap(),
-                    }
-                })
-                .collect();
-            msm::shelved_bytes(&takes)
-        };
-        let none = count(None);
+        let msms = [("h", n - 1, false), ("l", n - 2, false), ("b_g2", n / 100 * 44, true)];
+        let msms = msms.into_iter().chain([("a", n / 100 * 86, false), ("b_g1", n / 100 * 44, false)]);
+        let takes: Vec<_> = msms
+            .map(|(msm, points, g2)| {
+                let window = widened_window(msm, n, None, &config);
+                let sort = witness_sort.filter(|_| witness_scalars(msm));
+                let over = Batching { batch: Some(n), window, sort }.over(&config);
+                let table = h_table.filter(|_| msm == "h");
+                match g2 {
+                    true => msm::msm_takes::<G2>(132, points, table, false, &over).unwrap(),
+                    false => msm::msm_takes::<G1>(132, points, table, false, &over).unwrap(),
+                }
+            })
+            .collect();
+        msm::shelved_bytes(&takes)
+    }
+
+    #[test]
+    fn a_partial_table_for_h_of_a_2_27_key_takes_no_more_msm_buffers_than_none() {
+        // H with each partial table: the table's fewer sets and its sort in two parts (pairs of at
+        // most 10 windows, not 13) keep the key's buffers within what they take without a table,
+        // so only the table's own bytes are new.
+        let none = porep_like_2_27_buffers(None, Some(WITNESS_SORT));
         for &(window_bits, multiples) in PARTIAL_TABLE_CHOICES {
-            let with = count(Some(Table { window_bits, multiples }));
+            let with = porep_like_2_27_buffers(Some(Table { window_bits, multiples }), Some(WITNESS_SORT));
             assert!(with <= none + (none >> 5), "{multiples} multiples: {with} bytes against {none}");
         }
     }
@@ -500,29 +515,8 @@ mod tests {
 
     #[test]
     fn a_2_27_porep_like_keys_msms_fit_in_one_batch_each_in_half_the_binned_sorts_memory() {
-        // Kept points as in the porep-like key: H all but one, L all but the public inputs, A 86% of
-        // the variables, B 44% (in G1 and G2).
-        let config = MsmConfig::default();
-        let n = 1usize << 27;
-        let msms = [("h", n - 1, false), ("l", n - 2, false), ("b_g2", n / 100 * 44, true)];
-        let msms = msms.into_iter().chain([("a", n / 100 * 86, false), ("b_g1", n / 100 * 44, false)]);
-        let count = |witness_sort: Option<Sort>| {
-            let takes: Vec<_> = msms
-                .clone()
-                .map(|(msm, points, g2)| {
-                    let window = widened_window(msm, n, None, &config);
-                    let sort = witness_sort.filter(|_| witness_scalars(msm));
-                    let over = Batching { batch: Some(n), window, sort }.over(&config);
-                    if g2 {
-                        msm::msm_takes::<G2>(132, points, None, false, &over).unwrap()
-                    } else {
-                        msm::msm_takes::<G1>(132, points, None, false, &over).unwrap()
-                    }
-                })
-                .collect();
-            msm::shelved_bytes(&takes)
-        };
-        let (binned, direct) = (count(None), count(Some(WITNESS_SORT)));
+        let (binned, direct) =
+            (porep_like_2_27_buffers(None, None), porep_like_2_27_buffers(None, Some(WITNESS_SORT)));
         eprintln!("one batch each: binned {binned} bytes, witness sort {direct}");
         // H, L and A share two buffers of 2^31 entries (17.2 GB), B's two of 2^30; the pairs are
         // H's alone (7 of its 13 windows at a time).

@@ -220,8 +220,9 @@ impl<C: Curve> GpuBases<C> {
             })?;
         let bytes = self.table_bytes(multiples);
         let (free, _) = gpu.memory()?;
-        if !table_fits(bytes, self.device_bytes() as usize, reserve, free) {
-            let need = bytes.max(bytes.saturating_sub(self.device_bytes() as usize).saturating_add(reserve));
+        let points_bytes = self.device_bytes() as usize;
+        if !table_fits(bytes, points_bytes, reserve, free) {
+            let need = bytes.max(bytes.saturating_sub(points_bytes).saturating_add(reserve));
             return Err(CudaError::OutOfMemory { what: "an MSM table", need, free });
         }
         let stream = gpu.compute_stream();
