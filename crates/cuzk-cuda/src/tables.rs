@@ -325,6 +325,7 @@ impl CudaBackend {
         }
         Ok(None)
     }
+
     /// Gives `key`'s MSMs batches larger than the backend's [`crate::MsmConfig::batch`] while device
     /// memory allows, keeping `keep_free` bytes free beyond the MSMs' own buffers (as
     /// [`CudaBackend::precompute_tables`], after which it runs: the tables are worth more than the
@@ -334,70 +335,124 @@ impl CudaBackend {
     /// 2^26 with a table 332.4 against 339.4 (docs/benchmarks/cuda-msm.md). The wider windows are
     /// for H's random scalars: the MSMs over the witness (A, B, L) keep 16 bits (`widened_window`),
     /// and without a table take [`WITNESS_SORT`] whether or not their batches widen.
-    /// The MSMs are served in the order of [`CudaBackend::precompute_tables`]; each takes the fewest
-    /// batches whose buffers fit (batches of `ceil(kept / 2^j)` points), or keeps its own. Call it before
-    /// [`CudaBackend::reserve_msm_workspace`]. Returns one line per MSM given larger batches.
+    /// Each MSM may take batches of `ceil(kept / 2^j)` points or keep its own; of all these choices
+    /// together, the first whose buffers fit wins, counted in the order of
+    /// [`CudaBackend::precompute_tables`] (H's fewest batches before L's, and so on: [`first_fit`]).
+    /// Call it before [`CudaBackend::reserve_msm_workspace`]. Returns one line per MSM given larger
+    /// batches.
     pub fn widen_batches(
         &self,
         key: &mut PreparedKey<CudaBackend>,
         keep_free: usize,
     ) -> Result<Vec<BatchReport>, CudaError> {
         // First the sorts of the MSMs over the witness, so that each MSM's candidates below are
-        // counted beside the others' smaller buffers.
+        // counted with them.
         let config = self.msm_config();
         serve(
             key,
             |msm, bases, _| set_widened_sort::<G1>(msm, bases, &config),
             |msm, bases, _| set_widened_sort::<G2>(msm, bases, &config),
         )?;
+        let options = batch_options(&shapes(key), &config, |shape| self.takes_of(shape))?;
+        let (free, _) = self.gpu().memory()?;
+        let takes: Vec<Vec<&msm::Takes>> =
+            options.iter().map(|o| o.iter().map(|(_, t)| t).collect()).collect();
+        let Some(chosen) = first_fit(&takes, free.saturating_sub(keep_free)) else {
+            return Ok(Vec::new());
+        };
+        let choice = |i: usize| options[i][chosen[i]].0;
         serve(
             key,
-            |msm, bases, slot| self.widen_one::<G1>(msm, bases, slot, keep_free),
-            |msm, bases, slot| self.widen_one::<G2>(msm, bases, slot, keep_free),
+            |msm, bases, (i, _)| widen_to::<G1>(msm, bases, choice(i), &config),
+            |msm, bases, (i, _)| widen_to::<G2>(msm, bases, choice(i), &config),
         )
     }
+}
 
-    /// Gives `bases`, the MSM at `index` of `shapes`, the fewest batches whose buffers (the key's, with
-    /// those batches) fit beside `keep_free` bytes, and records them in `shapes`.
-    fn widen_one<C: Curve>(
-        &self,
-        msm: &'static str,
-        bases: &mut GpuBases<C>,
-        (index, shapes): Slot<'_>,
-        keep_free: usize,
-    ) -> Result<Option<BatchReport>, CudaError> {
-        let config = self.msm_config();
-        let now = bases.batch().unwrap_or(config.batch);
-        let kept = bases.kept();
-        if !bases.is_resident() || kept <= now {
-            return Ok(None);
+/// One MSM's choices of batching (`None`: its own) with the buffers each takes.
+type Choices = Vec<(Option<Batching>, msm::Takes)>;
+
+/// The batchings [`CudaBackend::widen_batches`] weighs for MSMs of `shapes` (in the order of
+/// [`SERVED`]), each with the buffers it takes (`takes_of`): batches of `ceil(kept / 2^j)` points
+/// while more than the MSM's own, fewest first, then its own (`None`). Bases in host memory keep
+/// their own.
+fn batch_options(
+    shapes: &[MsmShape; 5],
+    config: &crate::MsmConfig,
+    takes_of: impl Fn(&MsmShape) -> Result<msm::Takes, CudaError>,
+) -> Result<Vec<Choices>, CudaError> {
+    let mut options = Vec::with_capacity(shapes.len());
+    for (shape, msm) in shapes.iter().zip(SERVED) {
+        let now = shape.batching.batch.unwrap_or(config.batch);
+        let mut mine = Vec::new();
+        if !shape.host {
+            let batches = (0..usize::BITS).map(|j| shape.points.div_ceil(1 << j));
+            for batch in batches.take_while(|&b| b > now) {
+                let window = widened_window(msm, batch, shape.table, config);
+                let batching = Batching { batch: Some(batch), window, sort: shape.batching.sort };
+                match takes_of(&MsmShape { batching, ..*shape }) {
+                    Ok(takes) => mine.push((Some(batching), takes)),
+                    // A batch the sort refuses (2^31 points, 2^32 entries) is no candidate.
+                    Err(CudaError::Size { .. }) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
         }
         // The key as it is counts without error (or the error is not the candidates').
-        self.workspace_for(shapes)?;
-        let (free, _) = self.gpu().memory()?;
-        let candidates = (0..usize::BITS).map(|j| kept.div_ceil(1 << j)).take_while(|&b| b > now);
-        for batch in candidates {
-            let window = widened_window(msm, batch, bases.table(), &config);
-            let batching = Batching { batch: Some(batch), window, sort: shapes[index].batching.sort };
-            let mut with = *shapes;
-            with[index].batching = batching;
-            let workspace = match self.workspace_for(&with) {
-                Ok(w) => w,
-                // A batch the sort refuses (2^31 points, 2^32 entries) is no candidate.
-                Err(CudaError::Size { .. }) => continue,
-                Err(e) => return Err(e),
-            };
-            if workspace.saturating_add(keep_free) > free {
-                continue;
-            }
-            bases.set_batch(batching.batch)?;
-            bases.set_window(batching.window)?;
-            shapes[index].batching = batching;
-            let (plan, _, _) = msm::plan_for::<C>(kept, bases.table(), batching, &config)?;
-            return Ok(Some(BatchReport { msm, batch, batches: kept.div_ceil(batch), window_bits: plan.c }));
-        }
-        Ok(None)
+        mine.push((None, takes_of(shape)?));
+        options.push(mine);
     }
+    Ok(options)
+}
+
+/// The key's MSMs by name, in the order of [`shapes`] and [`serve`].
+const SERVED: [&str; 5] = ["h", "l", "b_g2", "a", "b_g1"];
+
+/// Of the choices `options[i]` for each MSM `i` (the scratch buffers each takes), the first in
+/// lexical order (MSM 0's first choice before its second, whatever the others get) whose buffers
+/// together take at most `room` bytes; `None` if none does. Buffers of equal size share a shelf
+/// ([`msm::shelved_bytes`]), so one MSM's wider batch may fit only once another's has widened to
+/// share it: MSM by MSM, the widest batch that fits beside the others' present ones can stop short
+/// (the 2^27 porep-like key kept B in G2 and in G1 at two batches each where one batch each took
+/// less). A prefix whose buffers exceed `room` is not followed: adding an MSM never lowers the count.
+fn first_fit(options: &[Vec<&msm::Takes>], room: usize) -> Option<Vec<usize>> {
+    fn go<'a>(
+        options: &[Vec<&'a msm::Takes>],
+        room: usize,
+        picked: &mut Vec<&'a msm::Takes>,
+        at: &mut Vec<usize>,
+    ) -> bool {
+        let Some(mine) = options.get(at.len()) else { return true };
+        for (j, &takes) in mine.iter().enumerate() {
+            picked.push(takes);
+            at.push(j);
+            if msm::shelved_bytes(picked.iter().copied()) <= room && go(options, room, picked, at) {
+                return true;
+            }
+            picked.pop();
+            at.pop();
+        }
+        false
+    }
+    let mut at = Vec::with_capacity(options.len());
+    go(options, room, &mut Vec::with_capacity(options.len()), &mut at).then_some(at)
+}
+
+/// Gives `bases`, the MSM named `msm`, the batching `to` chose for it (none: it keeps its own), and
+/// reports it.
+fn widen_to<C: Curve>(
+    msm: &'static str,
+    bases: &mut GpuBases<C>,
+    to: Option<Batching>,
+    config: &crate::MsmConfig,
+) -> Result<Option<BatchReport>, CudaError> {
+    let Some(batching) = to else { return Ok(None) };
+    bases.set_batch(batching.batch)?;
+    bases.set_window(batching.window)?;
+    let kept = bases.kept();
+    let (plan, _, _) = msm::plan_for::<C>(kept, bases.table(), batching, config)?;
+    let batch = batching.batch.unwrap_or(config.batch);
+    Ok(Some(BatchReport { msm, batch, batches: kept.div_ceil(batch), window_bits: plan.c }))
 }
 
 #[cfg(test)]
@@ -439,23 +494,17 @@ mod tests {
 
     /// Device bytes the MSM buffers of a 2^27 porep-like key take with every MSM in one batch, H
     /// with `h_table`, the MSMs over the witness sorting by `witness_sort` (the config's if `None`).
-    /// Kept points as in that key: H all but one, L all but the public inputs, A 86% of the
-    /// variables, B 44% (in G1 and G2).
     fn porep_like_2_27_buffers(h_table: Option<Table>, witness_sort: Option<Sort>) -> usize {
-        let config = MsmConfig::default();
-        let n = 1usize << 27;
-        let msms = [("h", n - 1, false), ("l", n - 2, false), ("b_g2", n / 100 * 44, true)];
-        let msms = msms.into_iter().chain([("a", n / 100 * 86, false), ("b_g1", n / 100 * 44, false)]);
-        let takes: Vec<_> = msms
-            .map(|(msm, points, g2)| {
+        let (config, n) = (MsmConfig::default(), 1usize << 27);
+        let takes: Vec<_> = porep_like_2_27_shapes()
+            .into_iter()
+            .zip(SERVED)
+            .map(|(shape, msm)| {
                 let window = widened_window(msm, n, None, &config);
                 let sort = witness_sort.filter(|_| witness_scalars(msm));
-                let over = Batching { batch: Some(n), window, sort }.over(&config);
+                let batching = Batching { batch: Some(n), window, sort };
                 let table = h_table.filter(|_| msm == "h");
-                match g2 {
-                    true => msm::msm_takes::<G2>(132, points, table, false, &over).unwrap(),
-                    false => msm::msm_takes::<G1>(132, points, table, false, &over).unwrap(),
-                }
+                takes_on_132_sms(&MsmShape { batching, table, ..shape }).unwrap()
             })
             .collect();
         msm::shelved_bytes(&takes)
@@ -522,5 +571,78 @@ mod tests {
         // H's alone (7 of its 13 windows at a time).
         assert!(direct < 48 << 30, "{direct}");
         assert!(direct < binned / 10 * 6, "binned {binned}, witness sort {direct}");
+    }
+
+    /// The shapes of a 2^27 porep-like key's MSMs (in the order of [`SERVED`]) as `widen_batches`
+    /// finds them: batches of the default config, the witness MSMs sorting by [`WITNESS_SORT`]. Kept
+    /// points as in that key: H all but one, L all but the public inputs, A 86% of the variables, B
+    /// 44% (in G1 and G2).
+    fn porep_like_2_27_shapes() -> [MsmShape; 5] {
+        let n = 1usize << 27;
+        let kept = [n - 1, n - 2, n / 100 * 44, n / 100 * 86, n / 100 * 44];
+        std::array::from_fn(|i| MsmShape {
+            curve: if SERVED[i] == "b_g2" { CurveId::G2 } else { CurveId::G1 },
+            points: kept[i],
+            table: None,
+            batching: Batching {
+                sort: widened_sort(SERVED[i], None, &MsmConfig::default()),
+                ..Batching::default()
+            },
+            host: false,
+        })
+    }
+
+    fn takes_on_132_sms(shape: &MsmShape) -> Result<msm::Takes, CudaError> {
+        let config = shape.batching.over(&MsmConfig::default());
+        match shape.curve {
+            CurveId::G1 => msm::msm_takes::<G1>(132, shape.points, shape.table, shape.host, &config),
+            CurveId::G2 => msm::msm_takes::<G2>(132, shape.points, shape.table, shape.host, &config),
+        }
+    }
+
+    #[test]
+    fn widening_finds_one_batch_each_where_msm_by_msm_stops_at_two_for_b() {
+        let config = MsmConfig::default();
+        let options = batch_options(&porep_like_2_27_shapes(), &config, takes_on_132_sms).unwrap();
+        // About 2^27 points in batches of 2^24: one, two or four batches, or its own eight; B's 44%
+        // of them one or two, or its own four.
+        let own: Vec<usize> = options.iter().map(|o| o.len() - 1).collect();
+        assert_eq!(own, [3, 3, 2, 3, 2]);
+        assert!(options.iter().all(|o| o.last().unwrap().0.is_none()));
+        assert_eq!(options[0][0].0.and_then(|b| b.batch), Some((1 << 27) - 1));
+        let takes: Vec<Vec<&msm::Takes>> =
+            options.iter().map(|o| o.iter().map(|(_, t)| t).collect()).collect();
+        let bytes = |at: &[usize]| msm::shelved_bytes(at.iter().zip(&takes).map(|(&j, t)| t[j]));
+        let one_each = bytes(&[0; 5]);
+        // One MSM at a time, each taking the fewest batches that fit beside the others' present
+        // ones, B in G2 and in G1 stop at two batches with 8% more room than one batch each takes:
+        // either alone in one batch takes buffers of its own beside the other's two.
+        let room = one_each / 100 * 108;
+        let mut at: [usize; 5] = std::array::from_fn(|i| own[i]);
+        for i in 0..5 {
+            let with = |j| {
+                let mut w = at;
+                w[i] = j;
+                w
+            };
+            at[i] = (0..=own[i]).find(|&j| bytes(&with(j)) <= room).unwrap();
+        }
+        assert_eq!(at, [0, 0, 1, 0, 1], "MSM by MSM");
+        // Neither B can take one batch alone, though both together fit.
+        for i in [2, 4] {
+            let mut one = at;
+            one[i] = 0;
+            assert!(bytes(&one) > room, "{}", SERVED[i]);
+        }
+        assert_eq!(first_fit(&takes, room), Some(vec![0; 5]));
+        // With less room H keeps its one batch before any other MSM has fewer batches.
+        let less = first_fit(&takes, one_each - 1).unwrap();
+        assert_eq!(less[0], 0);
+        assert!(bytes(&less) < one_each, "{less:?}");
+        // No room for the MSMs' own batches: no choice.
+        let own_bytes = bytes(&own);
+        assert_eq!(first_fit(&takes, own_bytes - 1), None);
+        let fits = first_fit(&takes, own_bytes).unwrap();
+        assert!(bytes(&fits) <= own_bytes, "{fits:?}");
     }
 }
