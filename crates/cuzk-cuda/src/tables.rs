@@ -174,12 +174,12 @@ fn serve<R>(
     let (g1_bases, g2_bases) = key.bases_mut();
     let [a, b_g1, l, h] = g1_bases;
     let mut reports = Vec::new();
-    for (i, msm, bases) in [(0, "h", h), (1, "l", l)] {
-        reports.extend(g1(msm, bases, (i, &mut shapes))?);
+    for (i, bases) in [(0, h), (1, l)] {
+        reports.extend(g1(SERVED[i], bases, (i, &mut shapes))?);
     }
-    reports.extend(g2("b_g2", g2_bases, (2, &mut shapes))?);
-    for (i, msm, bases) in [(3, "a", a), (4, "b_g1", b_g1)] {
-        reports.extend(g1(msm, bases, (i, &mut shapes))?);
+    reports.extend(g2(SERVED[2], g2_bases, (2, &mut shapes))?);
+    for (i, bases) in [(3, a), (4, b_g1)] {
+        reports.extend(g1(SERVED[i], bases, (i, &mut shapes))?);
     }
     Ok(reports)
 }
