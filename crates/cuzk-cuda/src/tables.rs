@@ -184,15 +184,20 @@ fn serve<R>(
     Ok(reports)
 }
 
+/// The scratch buffers an MSM of `shape` takes on a device of `sms` multiprocessors under `config`,
+/// counted from its plans.
+fn takes_on(sms: u32, shape: &MsmShape, config: &crate::MsmConfig) -> Result<msm::Takes, CudaError> {
+    let config = shape.batching.over(config);
+    match shape.curve {
+        CurveId::G1 => msm::msm_takes::<G1>(sms, shape.points, shape.table, shape.host, &config),
+        CurveId::G2 => msm::msm_takes::<G2>(sms, shape.points, shape.table, shape.host, &config),
+    }
+}
+
 impl CudaBackend {
     /// The scratch buffers an MSM of `shape` takes, counted from its plans.
     fn takes_of(&self, shape: &MsmShape) -> Result<msm::Takes, CudaError> {
-        let sms = self.gpu().info().multiprocessors.max(1) as u32;
-        let config = shape.batching.over(&self.msm_config());
-        match shape.curve {
-            CurveId::G1 => msm::msm_takes::<G1>(sms, shape.points, shape.table, shape.host, &config),
-            CurveId::G2 => msm::msm_takes::<G2>(sms, shape.points, shape.table, shape.host, &config),
-        }
+        takes_on(self.gpu().info().multiprocessors.max(1) as u32, shape, &self.msm_config())
     }
 
     /// Device bytes the MSM buffers of a key whose MSMs have `shapes` take once
@@ -355,9 +360,7 @@ impl CudaBackend {
         )?;
         let options = batch_options(&shapes(key), &config, |shape| self.takes_of(shape))?;
         let (free, _) = self.gpu().memory()?;
-        let takes: Vec<Vec<&msm::Takes>> =
-            options.iter().map(|o| o.iter().map(|(_, t)| t).collect()).collect();
-        let Some(chosen) = first_fit(&takes, free.saturating_sub(keep_free)) else {
+        let Some(chosen) = first_fit(&options, free.saturating_sub(keep_free)) else {
             return Ok(Vec::new());
         };
         let choice = |i: usize| options[i][chosen[i]].0;
@@ -408,22 +411,22 @@ fn batch_options(
 /// The key's MSMs by name, in the order of [`shapes`] and [`serve`].
 const SERVED: [&str; 5] = ["h", "l", "b_g2", "a", "b_g1"];
 
-/// Of the choices `options[i]` for each MSM `i` (the scratch buffers each takes), the first in
+/// Of the choices `options[i]` for each MSM `i` (with the scratch buffers each takes), the first in
 /// lexical order (MSM 0's first choice before its second, whatever the others get) whose buffers
 /// together take at most `room` bytes; `None` if none does. Buffers of equal size share a shelf
 /// ([`msm::shelved_bytes`]), so one MSM's wider batch may fit only once another's has widened to
 /// share it: MSM by MSM, the widest batch that fits beside the others' present ones can stop short
 /// (the 2^27 porep-like key kept B in G2 and in G1 at two batches each where one batch each took
 /// less). A prefix whose buffers exceed `room` is not followed: adding an MSM never lowers the count.
-fn first_fit(options: &[Vec<&msm::Takes>], room: usize) -> Option<Vec<usize>> {
+fn first_fit(options: &[Choices], room: usize) -> Option<Vec<usize>> {
     fn go<'a>(
-        options: &[Vec<&'a msm::Takes>],
+        options: &'a [Choices],
         room: usize,
         picked: &mut Vec<&'a msm::Takes>,
         at: &mut Vec<usize>,
     ) -> bool {
         let Some(mine) = options.get(at.len()) else { return true };
-        for (j, &takes) in mine.iter().enumerate() {
+        for (j, (_, takes)) in mine.iter().enumerate() {
             picked.push(takes);
             at.push(j);
             if msm::shelved_bytes(picked.iter().copied()) <= room && go(options, room, picked, at) {
@@ -593,11 +596,7 @@ mod tests {
     }
 
     fn takes_on_132_sms(shape: &MsmShape) -> Result<msm::Takes, CudaError> {
-        let config = shape.batching.over(&MsmConfig::default());
-        match shape.curve {
-            CurveId::G1 => msm::msm_takes::<G1>(132, shape.points, shape.table, shape.host, &config),
-            CurveId::G2 => msm::msm_takes::<G2>(132, shape.points, shape.table, shape.host, &config),
-        }
+        takes_on(132, shape, &MsmConfig::default())
     }
 
     #[test]
@@ -610,9 +609,7 @@ mod tests {
         assert_eq!(own, [3, 3, 2, 3, 2]);
         assert!(options.iter().all(|o| o.last().unwrap().0.is_none()));
         assert_eq!(options[0][0].0.and_then(|b| b.batch), Some((1 << 27) - 1));
-        let takes: Vec<Vec<&msm::Takes>> =
-            options.iter().map(|o| o.iter().map(|(_, t)| t).collect()).collect();
-        let bytes = |at: &[usize]| msm::shelved_bytes(at.iter().zip(&takes).map(|(&j, t)| t[j]));
+        let bytes = |at: &[usize]| msm::shelved_bytes(at.iter().zip(&options).map(|(&j, o)| &o[j].1));
         let one_each = bytes(&[0; 5]);
         // One MSM at a time, each taking the fewest batches that fit beside the others' present
         // ones, B in G2 and in G1 stop at two batches with 8% more room than one batch each takes:
@@ -634,15 +631,15 @@ mod tests {
             one[i] = 0;
             assert!(bytes(&one) > room, "{}", SERVED[i]);
         }
-        assert_eq!(first_fit(&takes, room), Some(vec![0; 5]));
+        assert_eq!(first_fit(&options, room), Some(vec![0; 5]));
         // With less room H keeps its one batch before any other MSM has fewer batches.
-        let less = first_fit(&takes, one_each - 1).unwrap();
+        let less = first_fit(&options, one_each - 1).unwrap();
         assert_eq!(less[0], 0);
         assert!(bytes(&less) < one_each, "{less:?}");
         // No room for the MSMs' own batches: no choice.
         let own_bytes = bytes(&own);
-        assert_eq!(first_fit(&takes, own_bytes - 1), None);
-        let fits = first_fit(&takes, own_bytes).unwrap();
+        assert_eq!(first_fit(&options, own_bytes - 1), None);
+        let fits = first_fit(&options, own_bytes).unwrap();
         assert!(bytes(&fits) <= own_bytes, "{fits:?}");
     }
 }
