@@ -57,15 +57,30 @@ extern "C" __global__ void ntt_fill_powers(Fr* out, const Fr* lo, const Fr* hi, 
     if (i < n) out[i] = power(lo, hi, lo_bits, i);
 }
 
-// In-place bit-reversal permutation of x (2^log_n elements), optionally scaled by c (times s^i when
-// `powers` is set, s given by its two-level power table): with `scale` 1 each element is scaled by its
-// index before the move, with `scale` 2 by its index after it.
-__device__ __forceinline__ Fr factor(Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t powers, uint32_t i) {
-    return powers ? c * power(lo, hi, lo_bits, i) : c;
+// x s^i from a two-level power table, in Shoup's form (SH) or Montgomery's.
+template <bool SH>
+__device__ __forceinline__ Fr times_power(const Fr& x, const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t i) {
+    if constexpr (SH) {
+        return times_power_shoup(x, lo, hi, lo_bits, i);
+    } else {
+        return x * power(lo, hi, lo_bits, i);
+    }
 }
 
-extern "C" __global__ void ntt_bit_reverse(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits,
-                                           uint32_t powers, uint32_t scale) {
+// x scaled as a bit reversal scales: by the power s^i of a two-level table when `powers` is set (a
+// constant factor folded into the table's hi powers, so two products an element; in Shoup's form for
+// SH), otherwise by the constant c.
+template <bool SH>
+__device__ __forceinline__ Fr scaled(const Fr& x, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t powers,
+                                     uint32_t i) {
+    return powers ? times_power<SH>(x, lo, hi, lo_bits, i) : x * c;
+}
+
+// In-place bit-reversal permutation of x (2^log_n elements), optionally scaled as `scaled` says: with
+// `scale` 1 each element is scaled by its index before the move, with `scale` 2 by its index after it.
+template <bool SH>
+__device__ __forceinline__ void bit_reverse_plain(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
+                                                  uint32_t lo_bits, uint32_t powers, uint32_t scale) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (1u << log_n)) return;
     const uint32_t j = bit_reverse(i, log_n);
@@ -78,18 +93,17 @@ extern "C" __global__ void ntt_bit_reverse(Fr* x, uint32_t log_n, Fr c, const Fr
     }
     // x[i] receives xj and x[j] receives xi, each scaled by its source or its destination index.
     const bool by_source = scale == 1;
-    x[i] = xj * factor(c, lo, hi, lo_bits, powers, by_source ? j : i);
-    if (j != i) x[j] = xi * factor(c, lo, hi, lo_bits, powers, by_source ? i : j);
+    x[i] = scaled<SH>(xj, c, lo, hi, lo_bits, powers, by_source ? j : i);
+    if (j != i) x[j] = scaled<SH>(xi, c, lo, hi, lo_bits, powers, by_source ? i : j);
 }
 
-// x s^i from a two-level power table, in Shoup's form (SH) or Montgomery's.
-template <bool SH>
-__device__ __forceinline__ Fr times_power(const Fr& x, const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t i) {
-    if constexpr (SH) {
-        return times_power_shoup(x, lo, hi, lo_bits, i);
-    } else {
-        return x * power(lo, hi, lo_bits, i);
-    }
+extern "C" __global__ void ntt_bit_reverse(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits,
+                                           uint32_t powers, uint32_t scale) {
+    bit_reverse_plain<false>(x, log_n, c, lo, hi, lo_bits, powers, scale);
+}
+extern "C" __global__ void ntt_bit_reverse_shoup(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
+                                                 uint32_t lo_bits, uint32_t powers, uint32_t scale) {
+    bit_reverse_plain<true>(x, log_n, c, lo, hi, lo_bits, powers, scale);
 }
 
 // The witness map's last step: the in-place bit reversal of x that also subtracts a second vector held
@@ -116,7 +130,8 @@ extern "C" __global__ void ntt_bit_reverse_minus_shoup(Fr* x, const Fr* sub, uin
     bit_reverse_minus<true>(x, sub, log_n, c, lo, hi, lo_bits);
 }
 
-// The bit-reversal permutation (with the same optional scaling as ntt_bit_reverse) for log_n >= 8, by
+// The bit-reversal permutation (with the same optional scaling as ntt_bit_reverse, in Shoup's form for
+// SH) for log_n >= 8, by
 // tiles: write i = (a, m, b) with a and b of 4 bits, so that rev(i) = (rev(b), rev(m), rev(a)). Block m
 // (m <= rev(m)) loads the 16 x 16 elements of middle index m and those of rev(m), runs of 16 consecutive
 // elements, and writes each tile transposed into the other's place, again in runs of 16. With MINUS
@@ -140,7 +155,7 @@ __device__ __forceinline__ void bit_reverse_tiled(Fr* x, const Fr* sub, uint32_t
         for (int q = 0; q < 2; q++) {
             const uint32_t i = (a << a_shift) | (mids[q] << TILE_LOG) | b;
             Fr v = x[i];
-            if (!MINUS && scale == 1) v = v * factor(c, lo, hi, lo_bits, powers, i);
+            if (!MINUS && scale == 1) v = scaled<SH>(v, c, lo, hi, lo_bits, powers, i);
             tile[q][a * TILE_PAD + b] = v;
             if (MINUS) tile[2 + q][a * TILE_PAD + b] = sub[i];
         }
@@ -158,7 +173,7 @@ __device__ __forceinline__ void bit_reverse_tiled(Fr* x, const Fr* sub, uint32_t
             if (MINUS) {
                 v = (times_power<SH>(v, lo, hi, lo_bits, i) - tile[2 + q][src]) * c;
             } else if (scale == 2) {
-                v = v * factor(c, lo, hi, lo_bits, powers, i);
+                v = scaled<SH>(v, c, lo, hi, lo_bits, powers, i);
             }
             x[i] = v;
         }
@@ -168,6 +183,10 @@ __device__ __forceinline__ void bit_reverse_tiled(Fr* x, const Fr* sub, uint32_t
 extern "C" __global__ void ntt_bit_reverse_tiled(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
                                                  uint32_t lo_bits, uint32_t powers, uint32_t scale) {
     bit_reverse_tiled<false>(x, nullptr, log_n, c, lo, hi, lo_bits, powers, scale);
+}
+extern "C" __global__ void ntt_bit_reverse_tiled_shoup(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
+                                                       uint32_t lo_bits, uint32_t powers, uint32_t scale) {
+    bit_reverse_tiled<false, true>(x, nullptr, log_n, c, lo, hi, lo_bits, powers, scale);
 }
 
 extern "C" __global__ void ntt_bit_reverse_minus_tiled(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr* lo,

@@ -54,8 +54,12 @@ fn function(module: &Arc<CudaModule>, name: &'static str) -> Result<CudaFunction
 /// The NTT module's kernels.
 pub(crate) struct NttKernels {
     pub(crate) fill_powers: CudaFunction,
+    /// The bit reversal, optionally scaling (by element, and by tiles from 2^8 up), with a power table
+    /// in Montgomery's form and in Shoup's.
     pub(crate) bit_reverse: CudaFunction,
     pub(crate) bit_reverse_tiled: CudaFunction,
+    pub(crate) bit_reverse_shoup: CudaFunction,
+    pub(crate) bit_reverse_tiled_shoup: CudaFunction,
     /// The witness map's last step, a bit reversal that subtracts c's coefficients (by element, and
     /// by tiles from 2^8 up).
     pub(crate) bit_reverse_minus: CudaFunction,
@@ -106,6 +110,8 @@ impl NttKernels {
             fill_powers: function(&m, "ntt_fill_powers")?,
             bit_reverse: function(&m, "ntt_bit_reverse")?,
             bit_reverse_tiled: function(&m, "ntt_bit_reverse_tiled")?,
+            bit_reverse_shoup: function(&m, "ntt_bit_reverse_shoup")?,
+            bit_reverse_tiled_shoup: function(&m, "ntt_bit_reverse_tiled_shoup")?,
             bit_reverse_minus: function(&m, "ntt_bit_reverse_minus")?,
             bit_reverse_minus_tiled: function(&m, "ntt_bit_reverse_minus_tiled")?,
             bit_reverse_minus_shoup: function(&m, "ntt_bit_reverse_minus_shoup")?,

@@ -3,7 +3,8 @@
 //! Forward: bit-reverse (scaling by `g^i` first for a coset), then the `log2 n` stages decimated in
 //! time, in passes of at most 9 stages, each pass one launch working in shared memory. Inverse: the
 //! stages decimated in frequency with inverse twiddles (natural in, bit-reversed out), then a bit
-//! reversal that scales by `1/n` (times `g^-i` for a coset) on the way.
+//! reversal that scales by `1/n` (times `g^-i` for a coset) on the way. A coset's powers come from a
+//! two-level table with `1/n` folded in, two products an element (Shoup's with Shoup's twiddles).
 //!
 //! [`witness_map`] chains the two decimations so that the bit-reversed intermediate results are
 //! never permuted: of its six transforms only the last pays for a bit reversal.
@@ -17,7 +18,7 @@ use cuzk_field::{DeviceFr, DeviceRepr};
 use cuzk_groth16::NttKind;
 
 use crate::kernels::{
-    self, Decimation, MulUnits, PowerTable, ScaleAt, TwiddleTable, Twiddles, MAX_PASS_STAGES,
+    self, Decimation, Factor, MulUnits, PowerTable, ScaleAt, TwiddleTable, Twiddles, MAX_PASS_STAGES,
 };
 use crate::profile::Probe;
 use crate::{CudaError, Gpu, GpuFr};
@@ -85,6 +86,8 @@ pub struct NttTables {
     /// The twiddles of the forward and inverse transforms, in one form.
     forward: TwiddleTable,
     inverse: TwiddleTable,
+    /// `g^i` and `g^-i / n`, the standalone coset transforms' scaling as they bit-reverse, in
+    /// Shoup's form when the twiddles are.
     coset: PowerTable,
     coset_inverse: PowerTable,
     /// `g^i / n`: the witness map's scaling between its interpolations and coset evaluations, and
@@ -92,7 +95,6 @@ pub struct NttTables {
     coset_over_n: PowerTable,
     minus_powers: PowerTable,
     n_inv: GpuFr,
-    one: GpuFr,
     /// The units the passes multiply on.
     units: MulUnits,
 }
@@ -123,6 +125,7 @@ impl NttTables {
         let omega_inv = omega.inverse().unwrap_or_default();
         let g = Fr::GENERATOR;
         let g_inv = g.inverse().unwrap_or_default();
+        let shoup = form == Twiddles::Shoup;
         let n_inv = Fr::from(n as u64).inverse().unwrap_or_default();
         let twiddles = |root: Fr| -> Result<TwiddleTable, CudaError> {
             // Shoup's table is the powers' values then their quotients: the powers are filled over
@@ -147,12 +150,11 @@ impl NttTables {
             log_n,
             forward: twiddles(omega)?,
             inverse: twiddles(omega_inv)?,
-            coset: upload_table(gpu, stream, g, n)?,
-            coset_inverse: upload_table(gpu, stream, g_inv, n)?,
-            coset_over_n: upload_scaled_table(gpu, stream, g, n, n_inv, form == Twiddles::Shoup)?,
-            minus_powers: upload_scaled_table(gpu, stream, g_inv, n, Fr::one(), form == Twiddles::Shoup)?,
+            coset: upload_scaled_table(gpu, stream, g, n, Fr::one(), shoup)?,
+            coset_inverse: upload_scaled_table(gpu, stream, g_inv, n, n_inv, shoup)?,
+            coset_over_n: upload_scaled_table(gpu, stream, g, n, n_inv, shoup)?,
+            minus_powers: upload_scaled_table(gpu, stream, g_inv, n, Fr::one(), shoup)?,
             n_inv: gpu_fr(&n_inv),
-            one: gpu_fr(&Fr::one()),
             units: MulUnits::Integer,
         })
     }
@@ -182,7 +184,7 @@ impl NttTables {
         }
     }
 
-    /// The coset powers `g^i` (or `g^-i`).
+    /// The coset powers `g^i` (or `g^-i / n`), in Shoup's form when the twiddles are.
     pub fn coset_powers(&self, inverse: bool) -> &PowerTable {
         if inverse {
             &self.coset_inverse
@@ -265,14 +267,17 @@ pub fn ntt_probed(
     match kind {
         NttKind::Forward | NttKind::CosetForward => {
             let pre =
-                (kind == NttKind::CosetForward).then_some(ScaleAt::Source(tables.one, Some(&tables.coset)));
+                (kind == NttKind::CosetForward).then_some(ScaleAt::Source(Factor::Powers(&tables.coset)));
             kernels::bit_reverse(gpu, stream, x, log_n, pre, probe)?;
             stages(gpu, stream, tables, x, tables.twiddles(false), Decimation::Time, probe)
         }
         NttKind::Inverse | NttKind::CosetInverse => {
             stages(gpu, stream, tables, x, tables.twiddles(true), Decimation::Frequency, probe)?;
-            let powers = (kind == NttKind::CosetInverse).then_some(&tables.coset_inverse);
-            let scale = Some(ScaleAt::Destination(tables.n_inv, powers));
+            let factor = match kind {
+                NttKind::CosetInverse => Factor::Powers(&tables.coset_inverse),
+                _ => Factor::Constant(tables.n_inv),
+            };
+            let scale = Some(ScaleAt::Destination(factor));
             kernels::bit_reverse(gpu, stream, x, log_n, scale, probe)
         }
     }

@@ -23,8 +23,8 @@ pub use field::{
 };
 pub use ntt::{
     bit_reverse, bit_reverse_minus, fill_powers, ntt_pass, ntt_pass_times, ntt_pass_turn, pointwise_mul,
-    quotient, scale, shoup_pairs, shoup_twiddles, Decimation, PowerTable, ScaleAt, TwiddleTable, Twiddles,
-    MAX_PASS_STAGES,
+    quotient, scale, shoup_pairs, shoup_twiddles, Decimation, Factor, PowerTable, ScaleAt, TwiddleTable,
+    Twiddles, MAX_PASS_STAGES,
 };
 
 /// Which units a kernel's field multiplications use: the NTT passes' (`kernels/ntt/ntt.cu`), G1's

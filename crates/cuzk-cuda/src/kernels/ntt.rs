@@ -209,14 +209,23 @@ pub fn fill_powers(
     Ok(())
 }
 
-/// How a bit reversal scales: by `c` (times `s^i` with a power table), `i` the element's index before
-/// or after the move.
+/// What a bit reversal multiplies each element by.
+#[derive(Debug, Clone, Copy)]
+pub enum Factor<'a> {
+    /// One constant for every element (a Montgomery product).
+    Constant(GpuFr),
+    /// The power `s^i` of a table, `i` the element's index, any constant folded into the table's `hi`
+    /// powers: two products an element, Shoup's for a table in Shoup's form.
+    Powers(&'a PowerTable),
+}
+
+/// How a bit reversal scales: by a [`Factor`] taken at the index an element moves from or to.
 #[derive(Debug, Clone, Copy)]
 pub enum ScaleAt<'a> {
     /// Scale by the index an element moves from.
-    Source(GpuFr, Option<&'a PowerTable>),
+    Source(Factor<'a>),
     /// Scale by the index an element moves to.
-    Destination(GpuFr, Option<&'a PowerTable>),
+    Destination(Factor<'a>),
 }
 
 /// The kernel and launch of a bit reversal of `2^log_n` elements: from 2^8 up the `tiled` one, a block
@@ -251,18 +260,28 @@ pub fn bit_reverse(
     let n = 1usize << log_n;
     expect_len("bit_reverse", n, x.len())?;
     count("bit_reverse", n)?;
-    let (c, table, mode) = match scale {
-        None => (GpuFr::default(), None, 0u32),
-        Some(ScaleAt::Source(c, t)) => (c, t, 1),
-        Some(ScaleAt::Destination(c, t)) => (c, t, 2),
+    let (factor, mode) = match scale {
+        None => (Factor::Constant(GpuFr::default()), 0u32),
+        Some(ScaleAt::Source(f)) => (f, 1),
+        Some(ScaleAt::Destination(f)) => (f, 2),
     };
-    let (lo, hi, lo_bits, powers) = table_args(gpu, "bit_reverse", table, n, false)?;
-    let (function, cfg) = bit_reversal_launch(log_n, &gpu.ntt.bit_reverse_tiled, &gpu.ntt.bit_reverse);
+    let (c, table) = match factor {
+        Factor::Constant(c) => (c, None),
+        Factor::Powers(t) => (GpuFr::default(), Some(t)),
+    };
+    let shoup = table.is_some_and(|t| t.shoup);
+    let (lo, hi, lo_bits, powers) = table_args(gpu, "bit_reverse", table, n, shoup)?;
+    let (function, cfg) = if shoup {
+        bit_reversal_launch(log_n, &gpu.ntt.bit_reverse_tiled_shoup, &gpu.ntt.bit_reverse_shoup)
+    } else {
+        bit_reversal_launch(log_n, &gpu.ntt.bit_reverse_tiled, &gpu.ntt.bit_reverse)
+    };
     probe.before(gpu, stream)?;
-    // SAFETY: both kernels have the signature `(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
-    // uint32_t lo_bits, uint32_t powers, uint32_t scale)`; x has 2^log_n elements (the tiled one needs
-    // log_n >= 8 and one block per middle index); the tables are read only when powers = 1, and then
-    // cover n.
+    // SAFETY: the four kernels (plain and tiled, each in Montgomery's form and Shoup's) have the
+    // signature `(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t
+    // powers, uint32_t scale)`; x has 2^log_n elements (the tiled ones need log_n >= 8 and one block
+    // per middle index); the tables are read only when powers = 1, and then cover n in the form the
+    // kernel reads (checked by table_args).
     unsafe {
         stream
             .launch_builder(function)
