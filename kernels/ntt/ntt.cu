@@ -234,16 +234,28 @@ struct Halves {
 // device memory made them 3-14% faster on the H100, but a first pass 6% slower: its last stage's
 // twiddles are few, shared by every block and far apart in the table, so a first pass (c = 0,
 // blocks of at most 2^9 elements) keeps them all in shared memory).
+//
+// A pass may have a table of its own (`own`, see ntt_pass_twiddles): its twiddles in the order a block
+// holds them, one run of M = 2^(k+c) - 2^c per group of 2^c columns (with SHOUP the quotients after
+// every group's values), so that a block reads its twiddles, and the last stage's where they are
+// used, as runs of consecutive elements; without one the pass reads them from the transform's table,
+// where a column's twiddles of one stage lie 2^(log_n-1-s0-t) elements apart.
 struct Twiddles {
     Halves w, q;
     const Fr* table;
     uint32_t log_n, s0, c, low0, last;
+    // With a table of the pass's own: the block's first entry in it, and where the quotients start.
+    uint32_t own, base, half;
 
     // a times the twiddle of stage t at position pos of column col.
     template <int U>
     __device__ __forceinline__ Fr times(const Fr& a, uint32_t t, uint32_t pos, uint32_t col) const {
         if constexpr (U == SHOUP) {
             if (t == last) {
+                if (own) {
+                    const uint32_t at = base + (((1u << t) - 1 + pos) << c) + col;
+                    return a.mul_shoup(table[at], table[half + at]);
+                }
                 const uint32_t at = ((pos << s0) + low0 + col) << (log_n - 1 - s0 - t);
                 return a.mul_shoup(table[at], table[(1u << (log_n - 1)) + at]);
             }
@@ -261,28 +273,60 @@ struct Twiddles {
 // those of stages below k - 1, 2^(k-1) - 1 of each per column (room for 2^(k+c) elements).
 template <int U>
 __device__ __forceinline__ Twiddles load_twiddles(Fr* at, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
-                                                  uint32_t c, uint32_t low0) {
+                                                  uint32_t c, uint32_t low0, uint32_t own) {
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
     const bool last_apart = U == SHOUP && c > 0;
     const uint32_t count = last_apart ? size / 2 : size;
-    const Twiddles tws{Halves::at(at, count), Halves::at(at + (U == SHOUP ? count : 0), count),
+    // A pass's own table: M = size - cols entries for each of its 2^(s0-c) groups of columns.
+    const uint32_t m = size - cols;
+    const uint32_t base = (low0 >> c) * m, half = (1u << (s0 - c)) * m;
+    const Twiddles tws{Halves::at(at, count),
+                       Halves::at(at + (U == SHOUP ? count : 0), count),
                        tw,
                        log_n,
                        s0,
                        c,
                        low0,
-                       last_apart ? k - 1 : 0xffffffffu};
-    const Fr* twq = tw + (1u << (log_n - 1));
+                       last_apart ? k - 1 : 0xffffffffu,
+                       own,
+                       base,
+                       half};
+    const Fr* twq = tw + (own ? half : 1u << (log_n - 1));
     for (uint32_t i = threadIdx.x; i < count - cols; i += blockDim.x) {
-        const uint32_t j = (i >> c) + 1;
-        const uint32_t t = 31 - __clz(j);
-        const uint32_t pos = j - (1u << t);
-        const uint32_t from = ((pos << s0) + low0 + (i & (cols - 1))) << (log_n - 1 - s0 - t);
+        uint32_t from = base + i;
+        if (!own) {
+            const uint32_t j = (i >> c) + 1;
+            const uint32_t t = 31 - __clz(j);
+            const uint32_t pos = j - (1u << t);
+            from = ((pos << s0) + low0 + (i & (cols - 1))) << (log_n - 1 - s0 - t);
+        }
         tws.w.set(i, tw[from]);
         if (U == SHOUP) tws.q.set(i, twq[from]);
     }
     return tws;
+}
+
+// A pass's own twiddle table (Twiddles): for stages s0 .. s0+k-1 over groups of 2^c columns, group g
+// (columns g 2^c .. g 2^c + 2^c - 1, g < 2^(s0-c)) gets the M = 2^(k+c) - 2^c twiddles its block
+// uses, entry g M + i holding what shared index i holds in load_twiddles, read from tw (w^i, i < n/2,
+// then with `shoup` their quotients, which go to 2^(s0-c) M + g M + i). Worth its memory where
+// blocks share their twiddles: a middle pass (s0 + k < log_n), whose 2^(s0-c) groups each serve
+// 2^(log_n-s0-k) blocks.
+extern "C" __global__ void ntt_pass_twiddles(Fr* out, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
+                                             uint32_t c, uint32_t shoup) {
+    const uint32_t cols = 1u << c;
+    const uint32_t m = (1u << (k + c)) - cols;
+    const uint32_t total = (1u << (s0 - c)) * m;
+    const uint32_t e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= total) return;
+    const uint32_t g = e / m, i = e - g * m;
+    const uint32_t j = (i >> c) + 1;
+    const uint32_t t = 31 - __clz(j);
+    const uint32_t pos = j - (1u << t);
+    const uint32_t from = ((pos << s0) + (g << c) + (i & (cols - 1))) << (log_n - 1 - s0 - t);
+    out[e] = tw[from];
+    if (shoup) out[total + e] = tw[(1u << (log_n - 1)) + from];
 }
 
 // The k stages themselves on the block's elements in shared memory (data), twiddles in tws; every
@@ -357,9 +401,10 @@ __device__ __forceinline__ void run_stages(Halves data, Twiddles tws, uint32_t s
 // (2^t - 1 + p) * 2^c + q; both as halves), runs the stages there and writes the elements back. With
 // TIMES, each element is first multiplied by the element of y at its index (the pass transforms x * y
 // pointwise: the witness map's product on the coset enters the first pass of its interpolation).
+// With `own`, tw is the pass's own table (ntt_pass_twiddles) rather than the transform's.
 template <int U, bool SKIP1, bool TIMES>
 __device__ __forceinline__ void pass(Fr* x, const Fr* y, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
-                                     uint32_t c, uint32_t dif) {
+                                     uint32_t c, uint32_t dif, uint32_t own) {
     extern __shared__ Fr sh[];
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
@@ -371,7 +416,7 @@ __device__ __forceinline__ void pass(Fr* x, const Fr* y, const Fr* tw, uint32_t 
         const size_t at = base + ((size_t)(i >> c) << s0) + (i & (cols - 1));
         data.set(i, TIMES ? mul<U>(x[at], y[at]) : x[at]);
     }
-    const Twiddles tws = load_twiddles<U>(sh + size, tw, log_n, s0, k, c, low0);
+    const Twiddles tws = load_twiddles<U>(sh + size, tw, log_n, s0, k, c, low0, own);
     __syncthreads();
     run_stages<U, SKIP1>(data, tws, s0, k, c, dif);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
@@ -383,8 +428,8 @@ __device__ __forceinline__ void pass(Fr* x, const Fr* y, const Fr* tw, uint32_t 
 // pass on x * y. All take y, which only ntt_pass_times reads.
 #define NTT_PASS(name, U, SKIP1, TIMES)                                                                       \
     extern "C" __global__ void name(Fr* x, const Fr* y, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, \
-                                    uint32_t c, uint32_t dif) {                                                \
-        pass<U, SKIP1, TIMES>(x, y, tw, log_n, s0, k, c, dif);                                                \
+                                    uint32_t c, uint32_t dif, uint32_t own) {                                  \
+        pass<U, SKIP1, TIMES>(x, y, tw, log_n, s0, k, c, dif, own);                                           \
     }
 NTT_PASS(ntt_pass, 0, false, false)
 NTT_PASS(ntt_pass_fp64, 1, false, false)
@@ -415,7 +460,7 @@ __device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, ui
     const Halves data = Halves::at(sh, size);
     const size_t base = (size_t)blockIdx.x << k;
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) data.set(i, x[base + i]);
-    const Twiddles itws = load_twiddles<U>(sh + size, itw, log_n, 0, k, 0, 0);
+    const Twiddles itws = load_twiddles<U>(sh + size, itw, log_n, 0, k, 0, 0, 0);
     __syncthreads();
     run_stages<U, true>(data, itws, 0, k, 0, 1);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
@@ -426,7 +471,7 @@ __device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, ui
             data.set(i, mul<U>(data.get(i), mul<U>(hi[e >> lo_bits], lo[e & mask])));
         }
     }
-    const Twiddles tws = load_twiddles<U>(sh + size, tw, log_n, 0, k, 0, 0);
+    const Twiddles tws = load_twiddles<U>(sh + size, tw, log_n, 0, k, 0, 0, 0);
     __syncthreads();
     run_stages<U, true>(data, tws, 0, k, 0, 0);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) x[base + i] = data.get(i);

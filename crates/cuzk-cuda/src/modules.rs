@@ -77,6 +77,8 @@ pub(crate) struct NttKernels {
     pub(crate) pass_turn: [CudaFunction; PASS_KINDS],
     /// Shoup's twiddle tables, and power tables' halves in Shoup's form, from Montgomery values.
     pub(crate) shoup_twiddles: CudaFunction,
+    /// A middle pass's own twiddle table.
+    pub(crate) pass_twiddles: CudaFunction,
     pub(crate) shoup_pairs: CudaFunction,
     pub(crate) scale: CudaFunction,
     pub(crate) quotient: CudaFunction,
@@ -121,6 +123,7 @@ impl NttKernels {
             pass_times,
             pass_turn,
             shoup_twiddles: function(&m, "ntt_shoup_twiddles")?,
+            pass_twiddles: function(&m, "ntt_pass_twiddles")?,
             shoup_pairs: function(&m, "ntt_shoup_pairs")?,
             scale: function(&m, "ntt_scale")?,
             quotient: function(&m, "quotient")?,

@@ -144,7 +144,12 @@ impl NttTables {
             if form == Twiddles::Shoup {
                 kernels::shoup_twiddles(gpu, stream, &mut table, &mut quiet)?;
             }
-            Ok(TwiddleTable { values: table, form })
+            TwiddleTable { values: table, form, passes: Vec::new() }.with_pass_tables(
+                gpu,
+                stream,
+                log_n,
+                &passes(log_n),
+            )
         };
         Ok(Self {
             log_n,

@@ -81,6 +81,18 @@ pub enum Twiddles {
 pub struct TwiddleTable {
     pub(crate) values: CudaSlice<GpuFr>,
     pub(crate) form: Twiddles,
+    /// Tables of the passes that have their own ([`TwiddleTable::with_pass_tables`]).
+    pub(crate) passes: Vec<PassTwiddles>,
+}
+
+/// The twiddles of one pass (stages `s0 .. s0 + k`) in the order its blocks hold them
+/// (`ntt_pass_twiddles` in `kernels/ntt/ntt.cu`): a block's are one run of consecutive elements, where
+/// in the transform's table a column's twiddles of one stage lie `2^(log2 n − 1 − s0 − t)` apart.
+#[derive(Debug)]
+pub(crate) struct PassTwiddles {
+    s0: u32,
+    k: u32,
+    values: CudaSlice<GpuFr>,
 }
 
 impl TwiddleTable {
@@ -93,6 +105,70 @@ impl TwiddleTable {
     pub fn values(&self) -> &CudaSlice<GpuFr> {
         &self.values
     }
+
+    /// This table with tables of their own for the middle passes of a transform of `2^log_n`
+    /// elements in `passes` (`(s0, k)`: those with `0 < s0` and `s0 + k < log_n`), built from it on
+    /// `stream`. Their blocks share their twiddles (each group of columns serves `2^(log_n − s0 − k)`
+    /// blocks), so the tables are small: a block's twiddles, one run per group (4.2 MB at 2^24 and
+    /// 16.7 MB at 2^27 in Shoup's form); the first pass's twiddles are shared by every block already,
+    /// and the last pass's are each read by one block.
+    pub fn with_pass_tables(
+        mut self,
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        log_n: u32,
+        passes: &[(u32, u32)],
+    ) -> Result<Self, CudaError> {
+        let n = 1usize << log_n;
+        check_twiddles("ntt_pass_twiddles", &self, n)?;
+        for &(s0, k) in passes {
+            if s0 == 0 || s0 + k >= log_n || k > MAX_PASS_STAGES {
+                continue;
+            }
+            let c = pass_columns(s0, k);
+            let total = pass_table_entries(s0, k, c);
+            let len = if self.form == Twiddles::Shoup { 2 * total } else { total };
+            let mut values = gpu.zeros::<GpuFr>(stream, len)?;
+            let (total, shoup) =
+                (count("ntt_pass_twiddles", total)?, u32::from(self.form == Twiddles::Shoup));
+            // SAFETY: matches `ntt_pass_twiddles(Fr* out, const Fr* tw, uint32_t log_n, uint32_t s0,
+            // uint32_t k, uint32_t c, uint32_t shoup)`: entry e < total reads tw below n/2 (its
+            // quotient below n with `shoup`, the table's length in that form, checked above) and
+            // writes out[e] (and out[total + e] with `shoup`), within `len`.
+            unsafe {
+                stream
+                    .launch_builder(&gpu.ntt.pass_twiddles)
+                    .arg(&mut values)
+                    .arg(&self.values)
+                    .arg(&log_n)
+                    .arg(&s0)
+                    .arg(&k)
+                    .arg(&c)
+                    .arg(&shoup)
+                    .launch(elementwise(total as usize))
+            }
+            .during("ntt_pass_twiddles")?;
+            self.passes.push(PassTwiddles { s0, k, values });
+        }
+        Ok(self)
+    }
+
+    /// The table of the pass over stages `s0 .. s0 + k`, if it has one.
+    fn pass_table(&self, s0: u32, k: u32) -> Option<&CudaSlice<GpuFr>> {
+        self.passes.iter().find(|p| p.s0 == s0 && p.k == k).map(|p| &p.values)
+    }
+}
+
+/// Columns `2^c` a block of the pass over stages `s0 .. s0 + k` takes: as many as fit a tile of
+/// `2^TILE_BITS` elements, and no more than the pass has (`c <= s0`).
+fn pass_columns(s0: u32, k: u32) -> u32 {
+    s0.min(TILE_BITS.saturating_sub(k))
+}
+
+/// Entries (values) of a pass's own table: `2^(k + c) − 2^c` twiddles for each of its `2^(s0 − c)`
+/// groups of columns.
+fn pass_table_entries(s0: u32, k: u32, c: u32) -> usize {
+    ((1usize << (k + c)) - (1usize << c)) << (s0 - c)
 }
 
 impl Twiddles {
@@ -414,7 +490,7 @@ pub fn ntt_pass_times(
     if k == 0 || k > MAX_PASS_STAGES || s0 + k > log_n {
         return Err(CudaError::Size { op: "ntt_pass", size: k as usize, reason: "stages out of range" });
     }
-    let c = s0.min(TILE_BITS - k);
+    let c = pass_columns(s0, k);
     let tile = 1u32 << (k + c);
     let cfg = LaunchConfig {
         grid_dim: ((n >> (k + c)) as u32, 1, 1),
@@ -422,6 +498,10 @@ pub fn ntt_pass_times(
         shared_mem_bytes: form.shared_bytes(tile, c),
     };
     let dif = u32::from(decimation == Decimation::Frequency);
+    let (table, own) = match tw.pass_table(s0, k) {
+        Some(own) => (own, 1u32),
+        None => (&tw.values, 0),
+    };
     let kind = form.kernel(units);
     let (function, y) = match y {
         Some(y) => (&gpu.ntt.pass_times[kind], y),
@@ -430,10 +510,11 @@ pub fn ntt_pass_times(
     };
     probe.before(gpu, stream)?;
     // SAFETY: matches `ntt_pass*(Fr* x, const Fr* y, const Fr* tw, uint32_t log_n, uint32_t s0,
-    // uint32_t k, uint32_t c, uint32_t dif)`; with c <= s0 each block touches indices below n, in x and
-    // (read only by ntt_pass_times, which is given y of n elements: checked above) y; twiddle
-    // indices are below n/2, and with Shoup's form their quotients' below n (the table's length,
-    // checked above); the shared memory is 2^(k+c) elements plus fewer twiddles (with Shoup's form
+    // uint32_t k, uint32_t c, uint32_t dif, uint32_t own)`; with c <= s0 each block touches indices
+    // below n, in x and (read only by ntt_pass_times, which is given y of n elements: checked above)
+    // y; twiddle indices are below n/2, and with Shoup's form their quotients' below n (the table's
+    // length, checked above), or with `own` below the pass table's entries for (s0, k, c) (and their
+    // quotients'), the length it was built with; the shared memory is 2^(k+c) elements plus fewer twiddles (with Shoup's form
     // and quotients: as many for c > 0, half as many more for c = 0, where 2^(k+c) <= 2^9), 32 bytes
     // each, within the 64 KiB the function is configured for (`PASS_SHARED_BYTES`).
     unsafe {
@@ -441,12 +522,13 @@ pub fn ntt_pass_times(
             .launch_builder(function)
             .arg(x)
             .arg(y)
-            .arg(&tw.values)
+            .arg(table)
             .arg(&log_n)
             .arg(&s0)
             .arg(&k)
             .arg(&c)
             .arg(&dif)
+            .arg(&own)
             .launch(cfg)
     }
     .during("ntt_pass")?;
@@ -653,5 +735,19 @@ mod tests {
         for units in MulUnits::ALL {
             assert_eq!(Twiddles::Montgomery.kernel(units), units as usize);
         }
+    }
+
+    #[test]
+    fn middle_passes_own_tables_hold_each_group_of_columns_twiddles_once() {
+        // 2^24 in passes (0, 8), (8, 8), (16, 8): the middle pass takes 4 columns a block, 64 groups
+        // of them, each with 255 twiddles a column: 65280 values (4.2 MB with Shoup's quotients).
+        assert_eq!(pass_columns(8, 8), 2);
+        assert_eq!(pass_table_entries(8, 8, 2), 64 * 4 * 255);
+        // 2^27 in passes of 9: 2 columns a block, 256 groups, 511 twiddles a column (16.7 MB).
+        assert_eq!(pass_columns(9, 9), 1);
+        assert_eq!(pass_table_entries(9, 9, 1), 256 * 2 * 511);
+        // Small transforms: a block takes every column the pass has.
+        assert_eq!(pass_columns(2, 3), 2);
+        assert_eq!(pass_table_entries(2, 3, 2), 4 * 7);
     }
 }
