@@ -514,9 +514,10 @@ pub fn ntt_pass_times(
     // below n, in x and (read only by ntt_pass_times, which is given y of n elements: checked above)
     // y; twiddle indices are below n/2, and with Shoup's form their quotients' below n (the table's
     // length, checked above), or with `own` below the pass table's entries for (s0, k, c) (and their
-    // quotients'), the length it was built with; the shared memory is 2^(k+c) elements plus fewer twiddles (with Shoup's form
-    // and quotients: as many for c > 0, half as many more for c = 0, where 2^(k+c) <= 2^9), 32 bytes
-    // each, within the 64 KiB the function is configured for (`PASS_SHARED_BYTES`).
+    // quotients'), the length it was built with; the shared memory is 2^(k+c) elements plus fewer
+    // twiddles (with Shoup's form and quotients: as many for c > 0, half as many more for c = 0, where
+    // 2^(k+c) <= 2^9), 32 bytes each, within the 64 KiB the function is configured for
+    // (`PASS_SHARED_BYTES`).
     unsafe {
         stream
             .launch_builder(function)
