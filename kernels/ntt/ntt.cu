@@ -202,27 +202,54 @@ extern "C" __global__ void ntt_bit_reverse_minus_tiled_shoup(Fr* x, const Fr* su
 // consecutive elements then read consecutive 16-byte words, which the banks serve without conflict;
 // an array of whole 32-byte elements puts every 16-byte access of a warp at least two ways in
 // conflict (a quarter-warp's 8 words fall in 4 of the 8 bank groups).
-struct Halves {
+//
+// With SWIZZLE (the elements of the passes over single columns, c = 0: ntt_pass_first and
+// ntt_pass_turn), element i lies at i ^ 7 where bit 3 of i is set, at i elsewhere. A quarter-warp of
+// their stages below 3 (t) reads words 2^t apart in runs of 2^t, which span 16 words and fall twice
+// on 4 bank groups; the second 8 of every 16 then move to the groups the first 8 left free. Runs of 8
+// aligned words (every other access of a pass) stay on 8 groups. On the H100 (2^24) it took 1.5% off
+// a first pass; the strided passes (c > 0), where only stage 0 conflicts, gained nothing (a middle
+// pass 1.35 -> 1.37 ms) and are not swizzled. The twiddles are read in runs that need not be aligned, and
+// are not swizzled either.
+template <bool SWIZZLE>
+struct HalvesOf {
     uint4* lo;
     uint4* hi;
 
-    // The halves of `count` elements from `base` (16-byte aligned).
-    __device__ __forceinline__ static Halves at(void* base, uint32_t count) {
+    // The halves of `count` elements from `base` (16-byte aligned); with SWIZZLE `count` is a power of
+    // two, which the swizzle maps onto itself (it moves words only within aligned runs of 8).
+    __device__ __forceinline__ static HalvesOf at(void* base, uint32_t count) {
         uint4* lo = reinterpret_cast<uint4*>(base);
         return {lo, lo + count};
     }
+    __device__ __forceinline__ static uint32_t slot(uint32_t i) {
+        return SWIZZLE ? i ^ ((0u - ((i >> 3) & 1)) & 7) : i;
+    }
     __device__ __forceinline__ Fr get(uint32_t i) const {
-        const uint4 a = lo[i], b = hi[i];
+        const uint32_t s = slot(i);
+        const uint4 a = lo[s], b = hi[s];
         Fr r;
         r.v[0] = a.x, r.v[1] = a.y, r.v[2] = a.z, r.v[3] = a.w;
         r.v[4] = b.x, r.v[5] = b.y, r.v[6] = b.z, r.v[7] = b.w;
         return r;
     }
     __device__ __forceinline__ void set(uint32_t i, const Fr& x) const {
-        lo[i] = make_uint4(x.v[0], x.v[1], x.v[2], x.v[3]);
-        hi[i] = make_uint4(x.v[4], x.v[5], x.v[6], x.v[7]);
+        const uint32_t s = slot(i);
+        lo[s] = make_uint4(x.v[0], x.v[1], x.v[2], x.v[3]);
+        hi[s] = make_uint4(x.v[4], x.v[5], x.v[6], x.v[7]);
     }
 };
+using Halves = HalvesOf<false>;
+using Tile = HalvesOf<true>;
+
+// The index in a transform's table (w^i at i, i < n/2) of the twiddle of stage s0 + t at position
+// pos (< 2^t) of column `column` (< 2^s0) of a pass from stage s0: stage s pairs elements 2^s apart
+// and multiplies the pair at position p of its group by w_(2^(s+1))^p = w^(p << (log_n - 1 - s)),
+// and column `column` of a pass from s0 holds positions pos 2^s0 + column of stage s0 + t.
+__device__ __forceinline__ uint32_t twiddle_index(uint32_t log_n, uint32_t s0, uint32_t t, uint32_t pos,
+                                                  uint32_t column) {
+    return ((pos << s0) + column) << (log_n - 1 - s0 - t);
+}
 
 // A pass's twiddles: those of stage t (pos < 2^t, column col of the block's 2^c) in shared memory
 // at ((2^t - 1 + pos) << c) + col, their values and with SHOUP their quotients. With SHOUP, a pass
@@ -256,7 +283,7 @@ struct Twiddles {
                     const uint32_t at = base + (((1u << t) - 1 + pos) << c) + col;
                     return a.mul_shoup(table[at], table[half + at]);
                 }
-                const uint32_t at = ((pos << s0) + low0 + col) << (log_n - 1 - s0 - t);
+                const uint32_t at = twiddle_index(log_n, s0, t, pos, low0 + col);
                 return a.mul_shoup(table[at], table[(1u << (log_n - 1)) + at]);
             }
             const uint32_t j = (((1u << t) - 1 + pos) << c) + col;
@@ -299,7 +326,7 @@ __device__ __forceinline__ Twiddles load_twiddles(Fr* at, const Fr* tw, uint32_t
             const uint32_t j = (i >> c) + 1;
             const uint32_t t = 31 - __clz(j);
             const uint32_t pos = j - (1u << t);
-            from = ((pos << s0) + low0 + (i & (cols - 1))) << (log_n - 1 - s0 - t);
+            from = twiddle_index(log_n, s0, t, pos, low0 + (i & (cols - 1)));
         }
         tws.w.set(i, tw[from]);
         if (U == SHOUP) tws.q.set(i, twq[from]);
@@ -324,7 +351,7 @@ extern "C" __global__ void ntt_pass_twiddles(Fr* out, const Fr* tw, uint32_t log
     const uint32_t j = (i >> c) + 1;
     const uint32_t t = 31 - __clz(j);
     const uint32_t pos = j - (1u << t);
-    const uint32_t from = ((pos << s0) + (g << c) + (i & (cols - 1))) << (log_n - 1 - s0 - t);
+    const uint32_t from = twiddle_index(log_n, s0, t, pos, (g << c) + (i & (cols - 1)));
     out[e] = tw[from];
     if (shoup) out[total + e] = tw[(1u << (log_n - 1)) + from];
 }
@@ -334,8 +361,8 @@ extern "C" __global__ void ntt_pass_twiddles(Fr* out, const Fr* tw, uint32_t log
 // With SKIP1, stage 1 of a first pass (c = 0) multiplies only where its twiddle is not 1 (below); the
 // passes over strided columns, which never hold stage 1, are compiled without that code (with it they
 // took two registers more and ran 1-2% slower on the H200).
-template <int U, bool SKIP1>
-__device__ __forceinline__ void run_stages(Halves data, Twiddles tws, uint32_t s0, uint32_t k, uint32_t c,
+template <int U, bool SKIP1, class Data>
+__device__ __forceinline__ void run_stages(Data data, Twiddles tws, uint32_t s0, uint32_t k, uint32_t c,
                                            uint32_t dif) {
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
@@ -408,7 +435,7 @@ __device__ __forceinline__ void pass(Fr* x, const Fr* y, const Fr* tw, uint32_t 
     extern __shared__ Fr sh[];
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
-    const Halves data = Halves::at(sh, size);
+    const HalvesOf<SKIP1 && !TIMES> data = HalvesOf<SKIP1 && !TIMES>::at(sh, size);
     const uint32_t groups = 1u << (s0 - c);  // column groups per 2^(s0+k) block of rows
     const uint32_t low0 = (blockIdx.x & (groups - 1)) << c;
     const size_t base = ((size_t)(blockIdx.x >> (s0 - c)) << (s0 + k)) + low0;
@@ -457,7 +484,7 @@ __device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, ui
                                           const Fr* lo, const Fr* hi, uint32_t lo_bits) {
     extern __shared__ Fr sh[];
     const uint32_t size = 1u << k;
-    const Halves data = Halves::at(sh, size);
+    const Tile data = Tile::at(sh, size);
     const size_t base = (size_t)blockIdx.x << k;
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) data.set(i, x[base + i]);
     const Twiddles itws = load_twiddles<U>(sh + size, itw, log_n, 0, k, 0, 0, 0);
