@@ -209,8 +209,8 @@ extern "C" __global__ void ntt_bit_reverse_minus_tiled_shoup(Fr* x, const Fr* su
 // on 4 bank groups; the second 8 of every 16 then move to the groups the first 8 left free. Runs of 8
 // aligned words (every other access of a pass) stay on 8 groups. On the H100 (2^24) it took 1.5% off
 // a first pass; the strided passes (c > 0), where only stage 0 conflicts, gained nothing (a middle
-// pass 1.35 -> 1.37 ms) and are not swizzled. The twiddles are read in runs that need not be aligned, and
-// are not swizzled either.
+// pass 1.35 -> 1.37 ms) and are not swizzled. The twiddles are read in runs that need not be
+// aligned, and are not swizzled either.
 template <bool SWIZZLE>
 struct HalvesOf {
     uint4* lo;
@@ -435,7 +435,9 @@ __device__ __forceinline__ void pass(Fr* x, const Fr* y, const Fr* tw, uint32_t 
     extern __shared__ Fr sh[];
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
-    const HalvesOf<SKIP1 && !TIMES> data = HalvesOf<SKIP1 && !TIMES>::at(sh, size);
+    // ntt_pass_first (SKIP1 without TIMES) runs from stage 0 over single columns: swizzled (HalvesOf).
+    using Data = HalvesOf<SKIP1 && !TIMES>;
+    const Data data = Data::at(sh, size);
     const uint32_t groups = 1u << (s0 - c);  // column groups per 2^(s0+k) block of rows
     const uint32_t low0 = (blockIdx.x & (groups - 1)) << c;
     const size_t base = ((size_t)(blockIdx.x >> (s0 - c)) << (s0 + k)) + low0;
