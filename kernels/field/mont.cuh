@@ -201,15 +201,17 @@ struct alignas(16) Fp {
             for (int k = 2; k < N - 1; k++) ptx::subc_cc(u[k], u[k], h[k]);
             ptx::subc(u[N - 1], u[N - 1], h[N - 1]);
         }
-        uint32_t q[N];
+        uint32_t q[N], uo[N];
 #pragma unroll
-        for (int k = 0; k < N; k++) q[k] = h[k + 1];
+        for (int k = 0; k < N; k++) {
+            q[k] = h[k + 1];
+            uo[k] = 0;
+        }
+        // q p's remaining rows, split by alignment (low_row): u + uo is q p modulo 2^(32N).
 #pragma unroll
-        for (int j = LOW_ONE ? 2 : 0; j < N; j++) low_row(u, q, P::mod(j), j);
-        ptx::sub_cc(t[0], t[0], u[0]);
-#pragma unroll
-        for (int k = 1; k < N - 1; k++) ptx::subc_cc(t[k], t[k], u[k]);
-        ptx::subc(t[N - 1], t[N - 1], u[N - 1]);
+        for (int j = LOW_ONE ? 2 : 0; j < N; j++) low_row(u, uo, q, P::mod(j), j);
+        sub_from_low(t, u);
+        sub_from_low(t, uo);
         reduce_once(t, 0);
         Fp r;
 #pragma unroll
@@ -293,53 +295,95 @@ struct alignas(16) Fp {
         }
     }
 
-    // Row j of a low half product: t += x y 2^(32j) modulo 2^(32N), the even products' chain from
-    // limb j and the odd products' from limb j + 1.
-    __device__ __forceinline__ static void low_row(uint32_t (&t)[N], const uint32_t (&x)[N], uint32_t y, int j) {
-        mad_chain(t, j, x, y, 0, false, N - j, false);
-        if (N - j - 1 > 0) mad_chain(t, j + 1, x, y, 1, false, N - j - 1, false);
+    // The products below accumulate in two arrays by alignment: a carry chain of products x_i y,
+    // x_(i+2) y, ... puts low and high words at consecutive indices, which the compiler fuses into
+    // 64-bit multiply-adds on register pairs; chains whose low words fall on even indices go to one
+    // array and those on odd indices to the other, so that each array's pairs keep one alignment.
+    // Summed into one array, every row's chains would alternate alignments, and the register pairs
+    // would be shifted by moves between rows (about 128 a Shoup product on sm_90, more than half as
+    // many instructions as its multiplications).
+
+    // acc[at ..] += a chain of x[i] y, x[i + 2] y, ... (as mad_chain), in `even` when its low words
+    // fall on even indices (`lo_at`, the index of x[i] y's low word, even), otherwise in `odd`.
+    template <int A>
+    __device__ __forceinline__ static void mad_chain_aligned(uint32_t (&even)[A], uint32_t (&odd)[A], int lo_at,
+                                                             int at, const uint32_t (&x)[N], uint32_t y, int i,
+                                                             bool from_hi, int len, bool carry_out, int carry_to) {
+        if ((lo_at & 1) == 0) {
+            mad_chain(even, at, x, y, i, from_hi, len, carry_out);
+            if (carry_out) ptx::addc(even[carry_to], even[carry_to], 0);
+        } else {
+            mad_chain(odd, at, x, y, i, from_hi, len, carry_out);
+            if (carry_out) ptx::addc(odd[carry_to], odd[carry_to], 0);
+        }
+    }
+
+    // Row j of a low half product: e + o += x y 2^(32j) modulo 2^(32N), the even products' chain from
+    // limb j and the odd products' from limb j + 1, each in the array of its alignment.
+    __device__ __forceinline__ static void low_row(uint32_t (&e)[N], uint32_t (&o)[N], const uint32_t (&x)[N],
+                                                   uint32_t y, int j) {
+        mad_chain_aligned(e, o, j, j, x, y, 0, false, N - j, false, 0);
+        if (N - j - 1 > 0) mad_chain_aligned(e, o, j + 1, j + 1, x, y, 1, false, N - j - 1, false, 0);
+    }
+
+    // t -= s modulo 2^(32N).
+    __device__ __forceinline__ static void sub_from_low(uint32_t (&t)[N], const uint32_t (&s)[N]) {
+        ptx::sub_cc(t[0], t[0], s[0]);
+#pragma unroll
+        for (int k = 1; k < N - 1; k++) ptx::subc_cc(t[k], t[k], s[k]);
+        ptx::subc(t[N - 1], t[N - 1], s[N - 1]);
     }
 
     // t = x y modulo 2^(32N).
     __device__ __forceinline__ static void low_product(const uint32_t (&x)[N], const uint32_t (&y)[N],
                                                        uint32_t (&t)[N]) {
+        uint32_t o[N];
 #pragma unroll
-        for (int k = 0; k < N; k++) t[k] = 0;
+        for (int k = 0; k < N; k++) t[k] = o[k] = 0;
 #pragma unroll
-        for (int j = 0; j < N; j++) low_row(t, x, y[j], j);
+        for (int j = 0; j < N; j++) low_row(t, o, x, y[j], j);
+        ptx::add_cc(t[0], t[0], o[0]);
+#pragma unroll
+        for (int k = 1; k < N - 1; k++) ptx::addc_cc(t[k], t[k], o[k]);
+        ptx::addc(t[N - 1], t[N - 1], o[N - 1]);
     }
 
     // h = the words of x y from weight 2^(32(N-1)) up (h[k] at weight 2^(32(N-1+k))), leaving out the
     // low words of x_i y_j with i + j < N - 1 and the high words with i + j < N - 2 (and their
     // carries): h[1..N] is floor(x y / 2^(32N)) or up to one less (see mul_shoup).
+    //
+    // Row j has two chains, of i0, i0 + 2, ... and of i0 + 1, i0 + 3, ..., in the two arrays of their
+    // alignments (x_i y_j's low word at index i + j - (N - 1)); the one holding x_(N-1) ends at index
+    // j + 1 and carries into j + 2, the other ends at j and carries into j + 1. The holder of x_(N-1)
+    // changes alignment from row to row, so each array's chain of row j ends one index above its
+    // chain of row j - 1: a carry lands where that array holds nothing yet, or at most the carry of
+    // the row before (no further carry). Each array holds part of the same sum, so both and their
+    // sum stay below 2^(32(N+1)).
     __device__ __forceinline__ static void high_approx(const uint32_t (&x)[N], const uint32_t (&y)[N],
                                                        uint32_t (&h)[N + 1]) {
+        uint32_t o[N + 1];
 #pragma unroll
-        for (int k = 0; k <= N; k++) h[k] = 0;
+        for (int k = 0; k <= N; k++) h[k] = o[k] = 0;
 #pragma unroll
         for (int j = 0; j < N; j++) {
-            // Products x_i y_j from i0: the one with i0 + j = N - 2 gives only its high word (at h[0]).
+            // Products x_i y_j from i0: the one with i0 + j = N - 2 gives only its high word (at index 0).
             const int i0 = N - 2 - j > 0 ? N - 2 - j : 0;
-            // Two chains, of i0, i0 + 2, ... and of i0 + 1, i0 + 3, ...; the one holding x_(N-1) ends at
-            // h[j + 1], the other at h[j]. The lower one runs first and carries into h[j + 1], which
-            // holds at most the carry of row j - 1 then (so no further carry); the other carries
-            // into h[j + 2], still zero.
-            const int starts[2] = {i0, i0 + 1};
-            const int parity_top = (N - 1 - i0) & 1;  // which chain holds x_(N-1)
 #pragma unroll
-            for (int c = 0; c < 2; c++) {
-                const int which = c == 0 ? 1 - parity_top : parity_top;
-                const int is = starts[which];
+            for (int is = i0; is <= i0 + 1; is++) {
                 if (is > N - 1) continue;
                 const bool from_hi = is + j == N - 2;
-                const int at = from_hi ? 0 : is + j - (N - 1);
+                const int lo_at = is + j - (N - 1);
+                const int at = from_hi ? 0 : lo_at;
                 const int last = is + 2 * ((N - 1 - is) / 2);  // last product index of this chain
                 const int end = last + j + 2 - N;              // where its high word lands
                 const int carry_to = end + 1;
-                mad_chain(h, at, x, y[j], is, from_hi, end - at + 1, carry_to <= N);
-                if (carry_to <= N) ptx::addc(h[carry_to], h[carry_to], 0);
+                mad_chain_aligned(h, o, lo_at, at, x, y[j], is, from_hi, end - at + 1, carry_to <= N, carry_to);
             }
         }
+        ptx::add_cc(h[0], h[0], o[0]);
+#pragma unroll
+        for (int k = 1; k < N; k++) ptx::addc_cc(h[k], h[k], o[k]);
+        ptx::addc(h[N], h[N], o[N]);
     }
 
    public:
