@@ -252,15 +252,19 @@ __device__ __forceinline__ uint32_t twiddle_index(uint32_t log_n, uint32_t s0, u
 }
 
 // A pass's twiddles: those of stage t (pos < 2^t, column col of the block's 2^c) in shared memory
-// at ((2^t - 1 + pos) << c) + col, their values and with SHOUP their quotients. With SHOUP, a pass
-// over strided columns (c > 0, blocks of up to 2^10 elements) reads its last stage's twiddles (t = k
-// - 1, half of them, each used by one butterfly) from the table in device memory where it uses them,
-// so that values and quotients take no more shared memory than the Montgomery values of all stages
-// and the pass keeps three blocks a multiprocessor (with every twiddle in shared memory it held two,
-// and its strided passes ran 2% slower than Montgomery's on the H200; the last stage read from
-// device memory made them 3-14% faster on the H100, but a first pass 6% slower: its last stage's
-// twiddles are few, shared by every block and far apart in the table, so a first pass (c = 0,
-// blocks of at most 2^9 elements) keeps them all in shared memory).
+// at ((2^t - 1 + pos) << c) + col, their values and with SHOUP their quotients. With SHOUP, the
+// stages from `from` up (a kernel argument the host chooses: TwiddlePlacement in the crate's
+// kernels/twiddles.rs) read theirs from the table in device memory, through the L1 cache, where
+// they use them, and take no shared memory: stage t's 2^(t+c) twiddles are each used
+// by 2^(k-1-t) butterflies, so the last stages are the cheapest to leave there, and every stage left
+// there makes room for more blocks a multiprocessor (the passes are latency-bound, and their
+// occupancy is bound by shared memory). On the H100 (2^24), a strided pass (c > 0, 2^10 elements)
+// with its last stage there holds three blocks a multiprocessor instead of two (3-14% faster than
+// with every stage in shared memory), with its last two four (2-3% faster again; with its last
+// three the pass slowed by 16%). A first pass, whose twiddles every block shares, reads them from a
+// table of its own (3.6% faster than gathering them from the transform's table into shared memory),
+// and reads them there where it uses them (up to 2% faster than holding them, decimated in time;
+// the same in frequency).
 //
 // A pass may have a table of its own (`own`, see ntt_pass_twiddles): its twiddles in the order a block
 // holds them, one run of M = 2^(k+c) - 2^c per group of 2^c columns (with SHOUP the quotients after
@@ -270,7 +274,8 @@ __device__ __forceinline__ uint32_t twiddle_index(uint32_t log_n, uint32_t s0, u
 struct Twiddles {
     Halves w, q;
     const Fr* table;
-    uint32_t log_n, s0, c, low0, last;
+    // Stages from `from` up read their twiddles from `table` where they use them (see load_twiddles).
+    uint32_t log_n, s0, c, low0, from;
     // With a table of the pass's own: the block's first entry in it, and where the quotients start.
     uint32_t own, base, half;
 
@@ -278,7 +283,7 @@ struct Twiddles {
     template <int U>
     __device__ __forceinline__ Fr times(const Fr& a, uint32_t t, uint32_t pos, uint32_t col) const {
         if constexpr (U == SHOUP) {
-            if (t == last) {
+            if (t >= from) {
                 if (own) {
                     const uint32_t at = base + (((1u << t) - 1 + pos) << c) + col;
                     return a.mul_shoup(table[at], table[half + at]);
@@ -294,17 +299,18 @@ struct Twiddles {
     }
 };
 
-// Loads into shared memory at `at` the 2^k - 1 twiddles per column that stages s0 .. s0+k-1 of the
-// block's 2^c columns use, from tw (w^i at i, i < n/2), and with SHOUP their quotients (at n/2 + i in
-// tw): room for 2^(k+c) elements, and with SHOUP for c = 0 twice as many; with SHOUP and c > 0 only
-// those of stages below k - 1, 2^(k-1) - 1 of each per column (room for 2^(k+c) elements).
+// Loads into shared memory at `at` the twiddles per column that stages s0 .. s0+from-1 of the
+// block's 2^c columns use (2^from - 1 of them), from tw (w^i at i, i < n/2), and with SHOUP their
+// quotients (at n/2 + i in tw, or after the values in a pass's own table): room for 2^(from+c)
+// values and, with SHOUP, as many quotients after them. The stages from `from` up (with SHOUP only;
+// the other units take from = k) read theirs from tw where they use them (Twiddles::times).
 template <int U>
 __device__ __forceinline__ Twiddles load_twiddles(Fr* at, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
-                                                  uint32_t c, uint32_t low0, uint32_t own) {
+                                                  uint32_t c, uint32_t low0, uint32_t own, uint32_t from) {
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
-    const bool last_apart = U == SHOUP && c > 0;
-    const uint32_t count = last_apart ? size / 2 : size;
+    if (U != SHOUP) from = k;
+    const uint32_t count = from > 0 ? 1u << (from + c) : 0;
     // A pass's own table: M = size - cols entries for each of its 2^(s0-c) groups of columns.
     const uint32_t m = size - cols;
     const uint32_t base = (low0 >> c) * m, half = (1u << (s0 - c)) * m;
@@ -315,12 +321,12 @@ __device__ __forceinline__ Twiddles load_twiddles(Fr* at, const Fr* tw, uint32_t
                        s0,
                        c,
                        low0,
-                       last_apart ? k - 1 : 0xffffffffu,
+                       from,
                        own,
                        base,
                        half};
     const Fr* twq = tw + (own ? half : 1u << (log_n - 1));
-    for (uint32_t i = threadIdx.x; i < count - cols; i += blockDim.x) {
+    for (uint32_t i = threadIdx.x; i + cols < count; i += blockDim.x) {
         uint32_t from = base + i;
         if (!own) {
             const uint32_t j = (i >> c) + 1;
@@ -431,7 +437,7 @@ __device__ __forceinline__ void run_stages(Data data, Twiddles tws, uint32_t s0,
 // With `own`, tw is the pass's own table (ntt_pass_twiddles) rather than the transform's.
 template <int U, bool SKIP1, bool TIMES>
 __device__ __forceinline__ void pass(Fr* x, const Fr* y, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
-                                     uint32_t c, uint32_t dif, uint32_t own) {
+                                     uint32_t c, uint32_t dif, uint32_t own, uint32_t from) {
     extern __shared__ Fr sh[];
     const uint32_t cols = 1u << c;
     const uint32_t size = 1u << (k + c);
@@ -445,7 +451,7 @@ __device__ __forceinline__ void pass(Fr* x, const Fr* y, const Fr* tw, uint32_t 
         const size_t at = base + ((size_t)(i >> c) << s0) + (i & (cols - 1));
         data.set(i, TIMES ? mul<U>(x[at], y[at]) : x[at]);
     }
-    const Twiddles tws = load_twiddles<U>(sh + size, tw, log_n, s0, k, c, low0, own);
+    const Twiddles tws = load_twiddles<U>(sh + size, tw, log_n, s0, k, c, low0, own, from);
     __syncthreads();
     run_stages<U, SKIP1>(data, tws, s0, k, c, dif);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
@@ -457,8 +463,8 @@ __device__ __forceinline__ void pass(Fr* x, const Fr* y, const Fr* tw, uint32_t 
 // pass on x * y. All take y, which only ntt_pass_times reads.
 #define NTT_PASS(name, U, SKIP1, TIMES)                                                                       \
     extern "C" __global__ void name(Fr* x, const Fr* y, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k, \
-                                    uint32_t c, uint32_t dif, uint32_t own) {                                  \
-        pass<U, SKIP1, TIMES>(x, y, tw, log_n, s0, k, c, dif, own);                                           \
+                                    uint32_t c, uint32_t dif, uint32_t own, uint32_t from) {                   \
+        pass<U, SKIP1, TIMES>(x, y, tw, log_n, s0, k, c, dif, own, from);                                     \
     }
 NTT_PASS(ntt_pass, 0, false, false)
 NTT_PASS(ntt_pass_fp64, 1, false, false)
@@ -489,7 +495,7 @@ __device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, ui
     const Tile data = Tile::at(sh, size);
     const size_t base = (size_t)blockIdx.x << k;
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) data.set(i, x[base + i]);
-    const Twiddles itws = load_twiddles<U>(sh + size, itw, log_n, 0, k, 0, 0, 0);
+    const Twiddles itws = load_twiddles<U>(sh + size, itw, log_n, 0, k, 0, 0, 0, k);
     __syncthreads();
     run_stages<U, true>(data, itws, 0, k, 0, 1);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
@@ -500,7 +506,7 @@ __device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, ui
             data.set(i, mul<U>(data.get(i), mul<U>(hi[e >> lo_bits], lo[e & mask])));
         }
     }
-    const Twiddles tws = load_twiddles<U>(sh + size, tw, log_n, 0, k, 0, 0, 0);
+    const Twiddles tws = load_twiddles<U>(sh + size, tw, log_n, 0, k, 0, 0, 0, k);
     __syncthreads();
     run_stages<U, true>(data, tws, 0, k, 0, 0);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) x[base + i] = data.get(i);

@@ -121,7 +121,74 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
     })?;
     drop(tm);
     println!("  scale {sc:.3} ms, with powers {scp:.3} ms, bit-reversed powers {scr:.3} ms");
-    units_side_by_side(b, log_n, &host)
+    units_side_by_side(b, log_n, &host)?;
+    placements_side_by_side(b, log_n, &host)
+}
+
+/// Outputs of a coset NTT and the witness map's transforms, the reference that other tables' must equal.
+type Outputs = (Vec<GpuFr>, Vec<GpuFr>);
+
+/// The coset NTT and the witness map's transforms of `host` with tables `t`: their outputs checked
+/// against `reference` (which becomes them when unset; `what` names the tables, `against` the
+/// reference), then their median times, and a buffer to time passes on.
+fn coset_and_witness_map(
+    b: &CudaBackend,
+    t: &ntt::NttTables,
+    host: &[GpuFr],
+    reference: &mut Option<Outputs>,
+    what: &str,
+    against: &str,
+) -> Result<(f64, f64, CudaSlice<GpuFr>), CudaError> {
+    let gpu = b.gpu();
+    let s = gpu.compute_stream();
+    let (log_n, zinv) = (t.log_n(), Fr::from(5u64));
+    let mut x = gpu.upload(s, host)?;
+    ntt::ntt(gpu, s, t, &mut x, NttKind::CosetForward)?;
+    let coset = gpu.download(s, &x)?;
+    let (mut a, mut bb, mut c) = (gpu.upload(s, host)?, gpu.upload(s, host)?, gpu.upload(s, host)?);
+    ntt::witness_map(gpu, s, t, &mut a, &mut bb, &mut c, zinv, &mut Probe::default())?;
+    let wm = gpu.download(s, &a)?;
+    match reference {
+        None => *reference = Some((coset, wm)),
+        Some((rc, rw)) => {
+            assert!(*rc == coset, "2^{log_n}: the coset NTT {what} differs from {against}");
+            assert!(*rw == wm, "2^{log_n}: the witness map {what} differs from {against}");
+        }
+    }
+    let coset_ms = time(b, || ntt::ntt(gpu, s, t, &mut x, NttKind::CosetForward))?;
+    let wm_ms =
+        time(b, || ntt::witness_map(gpu, s, t, &mut a, &mut bb, &mut c, zinv, &mut Probe::default()))?;
+    Ok((coset_ms, wm_ms, x))
+}
+
+/// The coset NTT, the witness map's transforms and every pass with Shoup's passes keeping more or
+/// fewer of their twiddles in shared memory (`TwiddlePlacement`), alternating twice in one process;
+/// every placement's outputs must equal the default's.
+fn placements_side_by_side(b: &CudaBackend, log_n: u32, host: &[GpuFr]) -> Result<(), CudaError> {
+    let gpu = b.gpu();
+    let s = gpu.compute_stream();
+    let placements =
+        [(9, 2), (0, 2), (0, 1)].map(|(first, strided)| kernels::TwiddlePlacement { first, strided });
+    let mut reference = None;
+    for round in 1..=2 {
+        for placement in placements {
+            let t = ntt::NttTables::with_twiddles(gpu, s, log_n, Twiddles::Shoup)?.with_placement(placement);
+            let what = format!("with {placement:?}");
+            let (coset_ms, wm_ms, mut x) =
+                coset_and_witness_map(b, &t, host, &mut reference, &what, "the first placement's")?;
+            let mut passes = String::new();
+            for dec in [Decimation::Time, Decimation::Frequency] {
+                for (s0, k) in ntt::passes(log_n) {
+                    passes += &format!(" {:.3}", time_pass(b, &mut x, &t, s0, k, dec)?);
+                }
+            }
+            println!(
+                "2^{log_n} round {round} first {} strided {}: coset NTT {coset_ms:.3} ms, witness map {wm_ms:.3} ms, passes (time, then frequency){passes} ms",
+                placement.first, placement.strided
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The coset NTT, the witness map's transforms and the first and a strided pass with each choice of
@@ -130,8 +197,7 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
 fn units_side_by_side(b: &CudaBackend, log_n: u32, host: &[GpuFr]) -> Result<(), CudaError> {
     let gpu = b.gpu();
     let s = gpu.compute_stream();
-    let zinv = Fr::from(5u64);
-    let mut reference: Option<(Vec<GpuFr>, Vec<GpuFr>)> = None;
+    let mut reference = None;
     let mut base = [0.0f64; 2];
     let choices = [
         (MulUnits::Integer, Twiddles::Montgomery),
@@ -141,28 +207,9 @@ fn units_side_by_side(b: &CudaBackend, log_n: u32, host: &[GpuFr]) -> Result<(),
     ];
     for (units, form) in choices {
         let t = ntt::NttTables::with_twiddles(gpu, s, log_n, form)?.with_units(units);
-        let mut x = gpu.upload(s, host)?;
-        ntt::ntt(gpu, s, &t, &mut x, NttKind::CosetForward)?;
-        let coset = gpu.download(s, &x)?;
-        let (mut a, mut bb, mut c) = (gpu.upload(s, host)?, gpu.upload(s, host)?, gpu.upload(s, host)?);
-        ntt::witness_map(gpu, s, &t, &mut a, &mut bb, &mut c, zinv, &mut Probe::default())?;
-        let wm = gpu.download(s, &a)?;
-        match &reference {
-            None => reference = Some((coset, wm)),
-            Some((rc, rw)) => {
-                assert!(
-                    *rc == coset,
-                    "2^{log_n}: the coset NTT on {units:?} {form:?} differs from the integer units'"
-                );
-                assert!(
-                    *rw == wm,
-                    "2^{log_n}: the witness map on {units:?} {form:?} differs from the integer units'"
-                );
-            }
-        }
-        let coset_ms = time(b, || ntt::ntt(gpu, s, &t, &mut x, NttKind::CosetForward))?;
-        let wm_ms =
-            time(b, || ntt::witness_map(gpu, s, &t, &mut a, &mut bb, &mut c, zinv, &mut Probe::default()))?;
+        let what = format!("on {units:?} {form:?}");
+        let (coset_ms, wm_ms, mut x) =
+            coset_and_witness_map(b, &t, host, &mut reference, &what, "the integer units'")?;
         if (units, form) == choices[0] {
             base = [coset_ms, wm_ms];
         }

@@ -23,7 +23,7 @@ mod ptx {
 /// `log2` of the most elements one NTT pass block holds.
 pub(crate) const PASS_TILE_BITS: u32 = 10;
 /// Dynamic shared memory an NTT pass block may use: `2^PASS_TILE_BITS` elements and as many twiddles
-/// (the passes by Shoup's products take no more: `Twiddles::shared_bytes` in `kernels/ntt.rs`).
+/// (the passes by Shoup's products take no more: `Twiddles::shared_bytes` in `kernels/twiddles.rs`).
 pub(crate) const PASS_SHARED_BYTES: i32 = 2 * (1 << PASS_TILE_BITS) * 32;
 /// Pass kernels: one per [`MulUnits`](crate::kernels::MulUnits), in its order, then the one that
 /// multiplies by its twiddles with Shoup's product ([`Twiddles::Shoup`](crate::kernels::Twiddles)).

@@ -18,7 +18,8 @@ use cuzk_field::{DeviceFr, DeviceRepr};
 use cuzk_groth16::NttKind;
 
 use crate::kernels::{
-    self, Decimation, Factor, MulUnits, PowerTable, ScaleAt, TwiddleTable, Twiddles, MAX_PASS_STAGES,
+    self, Decimation, Factor, MulUnits, PowerTable, ScaleAt, TwiddlePlacement, TwiddleTable, Twiddles,
+    MAX_PASS_STAGES,
 };
 use crate::profile::Probe;
 use crate::{CudaError, Gpu, GpuFr};
@@ -144,12 +145,8 @@ impl NttTables {
             if form == Twiddles::Shoup {
                 kernels::shoup_twiddles(gpu, stream, &mut table, &mut quiet)?;
             }
-            TwiddleTable { values: table, form, passes: Vec::new() }.with_pass_tables(
-                gpu,
-                stream,
-                log_n,
-                &passes(log_n),
-            )
+            TwiddleTable { values: table, form, passes: Vec::new(), placement: Default::default() }
+                .with_pass_tables(gpu, stream, log_n, &passes(log_n))
         };
         Ok(Self {
             log_n,
@@ -168,6 +165,16 @@ impl NttTables {
     /// with [`Twiddles::Shoup`] run on the integer units whatever `units` says.
     pub fn with_units(self, units: MulUnits) -> Self {
         Self { units, ..self }
+    }
+
+    /// These tables with the passes keeping their twiddles as `placement` says (see
+    /// [`TwiddlePlacement`]; its default unless set).
+    pub fn with_placement(self, placement: TwiddlePlacement) -> Self {
+        Self {
+            forward: self.forward.with_placement(placement),
+            inverse: self.inverse.with_placement(placement),
+            ..self
+        }
     }
 
     /// The units the passes multiply on.

@@ -274,6 +274,39 @@ fn witness_map_transforms_match_the_cpu_on_random_evaluations() {
     }
 }
 
+/// Every NTT kind and the witness map with tables `t` (of `2^log_n`) on fresh random inputs give the
+/// same bits as ark-poly's transforms and the CPU's witness map; `what` names the tables.
+fn check_ntts_against_the_cpu(
+    gpu: &CudaBackend,
+    t: &cuzk_cuda::ntt::NttTables,
+    what: &str,
+    rng: &mut StdRng,
+) {
+    let (g, s) = (gpu.gpu(), gpu.gpu().compute_stream());
+    let to_gpu = |v: &[Fr]| v.iter().map(|x| GpuFr(DeviceFr::from_ark(x))).collect::<Vec<_>>();
+    let to_ark =
+        |v: Vec<GpuFr>| v.iter().map(|x| x.0.to_ark_checked(0).expect("reduced")).collect::<Vec<Fr>>();
+    let log_n = t.log_n();
+    let n = 1usize << log_n;
+    let input = random_frs(rng, n);
+    for kind in ALL {
+        let mut x = g.upload(s, &to_gpu(&input)).unwrap();
+        cuzk_cuda::ntt::ntt(g, s, t, &mut x, kind).unwrap();
+        let mut want = input.clone();
+        ark_ntt(&mut want, kind);
+        let diff = first_difference(&to_ark(g.download(s, &x).unwrap()), &want);
+        assert!(diff.is_none(), "{what}: NTT {kind:?} of 2^{log_n} differs from ark-poly at {diff:?}");
+    }
+    let (a, b, c) = (random_frs(rng, n), random_frs(rng, n), random_frs(rng, n));
+    let z_inv = Fr::rand(rng);
+    let [mut ga, mut gb, mut gc] = [&a, &b, &c].map(|v| g.upload(s, &to_gpu(v)).unwrap());
+    cuzk_cuda::ntt::witness_map(g, s, t, &mut ga, &mut gb, &mut gc, z_inv, &mut Default::default()).unwrap();
+    let [mut ca, mut cb, mut cc] = [&a, &b, &c].map(|v| CpuBackend.poly_from_host(v, n).unwrap());
+    CpuBackend.witness_map_polys(&mut ca, &mut cb, &mut cc, z_inv).unwrap();
+    let diff = first_difference(&to_ark(g.download(s, &ga).unwrap()), &ca.0);
+    assert!(diff.is_none(), "{what}: witness map of 2^{log_n} differs from the CPU's at {diff:?}");
+}
+
 #[test]
 fn ntt_passes_on_the_fp64_units_and_by_shoup_match_ark_poly_and_the_cpu_witness_map() {
     // The passes with their multiplications on the FP64 units (every warp, or alternate warps), on
@@ -283,38 +316,33 @@ fn ntt_passes_on_the_fp64_units_and_by_shoup_match_ark_poly_and_the_cpu_witness_
     let gpu = backend();
     let (g, s) = (gpu.gpu(), gpu.gpu().compute_stream());
     let mut rng = seeded_rng("ntt_units");
-    let to_gpu = |v: &[Fr]| v.iter().map(|x| GpuFr(DeviceFr::from_ark(x))).collect::<Vec<_>>();
-    let to_ark =
-        |v: Vec<GpuFr>| v.iter().map(|x| x.0.to_ark_checked(0).expect("reduced")).collect::<Vec<Fr>>();
     let (fp64, mixed, integer) =
         (kernels::MulUnits::Fp64, kernels::MulUnits::Mixed, kernels::MulUnits::Integer);
     let (montgomery, shoup) = (kernels::Twiddles::Montgomery, kernels::Twiddles::Shoup);
     for (units, form) in [(fp64, montgomery), (mixed, montgomery), (integer, montgomery), (integer, shoup)] {
         for log_n in (1u32..=12).chain([17, 21]) {
-            let n = 1usize << log_n;
             let t = cuzk_cuda::ntt::NttTables::with_twiddles(g, s, log_n, form).unwrap().with_units(units);
-            let units = format!("{units:?} {form:?}");
-            let input = random_frs(&mut rng, n);
-            for kind in ALL {
-                let mut x = g.upload(s, &to_gpu(&input)).unwrap();
-                cuzk_cuda::ntt::ntt(g, s, &t, &mut x, kind).unwrap();
-                let mut want = input.clone();
-                ark_ntt(&mut want, kind);
-                let diff = first_difference(&to_ark(g.download(s, &x).unwrap()), &want);
-                assert!(
-                    diff.is_none(),
-                    "{units:?}: NTT {kind:?} of 2^{log_n} differs from ark-poly at {diff:?}"
-                );
-            }
-            let (a, b, c) = (random_frs(&mut rng, n), random_frs(&mut rng, n), random_frs(&mut rng, n));
-            let z_inv = Fr::rand(&mut rng);
-            let [mut ga, mut gb, mut gc] = [&a, &b, &c].map(|v| g.upload(s, &to_gpu(v)).unwrap());
-            cuzk_cuda::ntt::witness_map(g, s, &t, &mut ga, &mut gb, &mut gc, z_inv, &mut Default::default())
-                .unwrap();
-            let [mut ca, mut cb, mut cc] = [&a, &b, &c].map(|v| CpuBackend.poly_from_host(v, n).unwrap());
-            CpuBackend.witness_map_polys(&mut ca, &mut cb, &mut cc, z_inv).unwrap();
-            let diff = first_difference(&to_ark(g.download(s, &ga).unwrap()), &ca.0);
-            assert!(diff.is_none(), "{units:?}: witness map of 2^{log_n} differs from the CPU's at {diff:?}");
+            check_ntts_against_the_cpu(&gpu, &t, &format!("{units:?} {form:?}"), &mut rng);
+        }
+    }
+}
+
+#[test]
+fn ntt_passes_with_their_twiddles_placed_otherwise_match_ark_poly_and_the_cpu_witness_map() {
+    // Shoup's passes with other placements of their twiddles than the default's (a first pass's all
+    // in shared memory, or all but its last three stages'; a strided pass's last stage, last two or
+    // every stage's read from device memory where they are used) give the same bits.
+    let gpu = backend();
+    let (g, s) = (gpu.gpu(), gpu.gpu().compute_stream());
+    let mut rng = seeded_rng("ntt_placement");
+    let placements = [(0, 2), (0, 1), (9, 1), (3, 9)];
+    for (first, strided) in placements {
+        let placement = kernels::TwiddlePlacement { first, strided };
+        for log_n in (1u32..=12).chain([17, 21]) {
+            let t = cuzk_cuda::ntt::NttTables::with_twiddles(g, s, log_n, kernels::Twiddles::Shoup)
+                .unwrap()
+                .with_placement(placement);
+            check_ntts_against_the_cpu(&gpu, &t, &format!("{placement:?}"), &mut rng);
         }
     }
 }

@@ -14,6 +14,7 @@ mod field;
 pub(crate) mod msm;
 mod ntt;
 pub(crate) mod r1cs;
+mod twiddles;
 
 #[cfg(feature = "bench-kernels")]
 pub use field::{
@@ -23,9 +24,9 @@ pub use field::{
 };
 pub use ntt::{
     bit_reverse, bit_reverse_minus, fill_powers, ntt_pass, ntt_pass_times, ntt_pass_turn, pointwise_mul,
-    quotient, scale, shoup_pairs, shoup_twiddles, Decimation, Factor, PowerTable, ScaleAt, TwiddleTable,
-    Twiddles, MAX_PASS_STAGES,
+    quotient, scale, Decimation, Factor, PowerTable, ScaleAt, MAX_PASS_STAGES,
 };
+pub use twiddles::{shoup_pairs, shoup_twiddles, TwiddlePlacement, TwiddleTable, Twiddles};
 
 /// Which units a kernel's field multiplications use: the NTT passes' (`kernels/ntt/ntt.cu`), G1's
 /// batched first MSM round's (`kernels/msm/msm.cu`), the throughput probes'. Every choice gives the

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
+use super::twiddles::{check_twiddles, pass_columns, TwiddleTable, Twiddles};
 use super::{count, elementwise, expect_len, MulUnits, BLOCK};
-use crate::modules::{PASS_KINDS, PASS_TILE_BITS};
+use crate::modules::PASS_TILE_BITS;
 use crate::profile::Probe;
 use crate::{CudaError, DriverContext, Gpu, GpuFr};
 
@@ -55,206 +56,6 @@ fn table_args<'a>(
         Some(t) => Ok((&t.lo, &t.hi, t.lo_bits, 1)),
         None => Ok((&gpu.dummy, &gpu.dummy, 0, 0)),
     }
-}
-
-/// How the NTT passes multiply by their twiddles, which decides what a twiddle table holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Twiddles {
-    /// Montgomery products on the passes' [`MulUnits`]: the table holds `w^i`, `i < n/2`, in
-    /// Montgomery form.
-    #[default]
-    Montgomery,
-    /// Shoup's products on the integer units (`Fr::mul_shoup` in `kernels/field/mont.cuh`): the
-    /// table holds the canonical values of `w^i`, `i < n/2`, then their quotients
-    /// `floor(w^i·2^256 / r)` ([`shoup_twiddles`]), twice the memory. The witness map's turn and last
-    /// step then take their coset powers in Shoup's form too ([`PowerTable::shoup`]); its other
-    /// products (`a·b`) stay Montgomery's on the integer units, whatever [`MulUnits`] says. A pass
-    /// over strided columns keeps its last stage's twiddles (half of them,
-    /// each used once) in device memory, so that the others and their quotients fit the shared
-    /// memory of the Montgomery pass.
-    Shoup,
-}
-
-/// A twiddle table on the device and the form it was built in ([`crate::NttTables`] makes them), so
-/// that a pass cannot be handed a table in one form and told it is in the other.
-#[derive(Debug)]
-pub struct TwiddleTable {
-    pub(crate) values: CudaSlice<GpuFr>,
-    pub(crate) form: Twiddles,
-    /// Tables of the passes that have their own ([`TwiddleTable::with_pass_tables`]).
-    pub(crate) passes: Vec<PassTwiddles>,
-}
-
-/// The twiddles of one pass (stages `s0 .. s0 + k`) in the order its blocks hold them
-/// (`ntt_pass_twiddles` in `kernels/ntt/ntt.cu`): a block's are one run of consecutive elements, where
-/// in the transform's table a column's twiddles of one stage lie `2^(log2 n − 1 − s0 − t)` apart.
-#[derive(Debug)]
-pub(crate) struct PassTwiddles {
-    s0: u32,
-    k: u32,
-    values: CudaSlice<GpuFr>,
-}
-
-impl TwiddleTable {
-    /// The table's form.
-    pub fn form(&self) -> Twiddles {
-        self.form
-    }
-
-    /// The table on the device: `w^i`, `i < n/2` (in Shoup's form canonical, then their quotients).
-    pub fn values(&self) -> &CudaSlice<GpuFr> {
-        &self.values
-    }
-
-    /// This table with tables of their own for the middle passes of a transform of `2^log_n`
-    /// elements in `passes` (`(s0, k)`: those with `0 < s0` and `s0 + k < log_n`), built from it on
-    /// `stream`. Their blocks share their twiddles (each group of columns serves `2^(log_n − s0 − k)`
-    /// blocks), so the tables are small: a block's twiddles, one run per group (4.2 MB at 2^24 and
-    /// 16.7 MB at 2^27 in Shoup's form); the first pass's twiddles are shared by every block already,
-    /// and the last pass's are each read by one block.
-    pub fn with_pass_tables(
-        mut self,
-        gpu: &Gpu,
-        stream: &Arc<CudaStream>,
-        log_n: u32,
-        passes: &[(u32, u32)],
-    ) -> Result<Self, CudaError> {
-        let n = 1usize << log_n;
-        check_twiddles("ntt_pass_twiddles", &self, n)?;
-        for &(s0, k) in passes {
-            if s0 == 0 || s0 + k >= log_n || k > MAX_PASS_STAGES {
-                continue;
-            }
-            let c = pass_columns(s0, k);
-            let total = pass_table_entries(s0, k, c);
-            let len = if self.form == Twiddles::Shoup { 2 * total } else { total };
-            let mut values = gpu.zeros::<GpuFr>(stream, len)?;
-            let (total, shoup) =
-                (count("ntt_pass_twiddles", total)?, u32::from(self.form == Twiddles::Shoup));
-            // SAFETY: matches `ntt_pass_twiddles(Fr* out, const Fr* tw, uint32_t log_n, uint32_t s0,
-            // uint32_t k, uint32_t c, uint32_t shoup)`: entry e < total reads tw below n/2 (its
-            // quotient below n with `shoup`, the table's length in that form, checked above) and
-            // writes out[e] (and out[total + e] with `shoup`), within `len`.
-            unsafe {
-                stream
-                    .launch_builder(&gpu.ntt.pass_twiddles)
-                    .arg(&mut values)
-                    .arg(&self.values)
-                    .arg(&log_n)
-                    .arg(&s0)
-                    .arg(&k)
-                    .arg(&c)
-                    .arg(&shoup)
-                    .launch(elementwise(total as usize))
-            }
-            .during("ntt_pass_twiddles")?;
-            self.passes.push(PassTwiddles { s0, k, values });
-        }
-        Ok(self)
-    }
-
-    /// The table of the pass over stages `s0 .. s0 + k`, if it has one.
-    fn pass_table(&self, s0: u32, k: u32) -> Option<&CudaSlice<GpuFr>> {
-        self.passes.iter().find(|p| p.s0 == s0 && p.k == k).map(|p| &p.values)
-    }
-}
-
-/// Columns `2^c` a block of the pass over stages `s0 .. s0 + k` takes: as many as fit a tile of
-/// `2^TILE_BITS` elements, and no more than the pass has (`c <= s0`).
-fn pass_columns(s0: u32, k: u32) -> u32 {
-    s0.min(TILE_BITS.saturating_sub(k))
-}
-
-/// Entries (values) of a pass's own table: `2^(k + c) − 2^c` twiddles for each of its `2^(s0 − c)`
-/// groups of columns.
-fn pass_table_entries(s0: u32, k: u32, c: u32) -> usize {
-    ((1usize << (k + c)) - (1usize << c)) << (s0 - c)
-}
-
-impl Twiddles {
-    /// Elements a table of this form holds for a transform of `n` elements.
-    pub fn table_len(self, n: usize) -> usize {
-        let half = (n / 2).max(1);
-        match self {
-            Self::Montgomery => half,
-            Self::Shoup => 2 * half,
-        }
-    }
-
-    /// Which of the pass kernels ([`PASS_KINDS`]) runs a pass with these twiddles on `units`.
-    fn kernel(self, units: MulUnits) -> usize {
-        match self {
-            Self::Montgomery => units as usize,
-            Self::Shoup => PASS_KINDS - 1,
-        }
-    }
-
-    /// Dynamic shared memory of a pass block of `tile` elements in `2^c` columns: the elements and
-    /// the twiddles; with Shoup's, their quotients too, where a pass over strided columns (`c > 0`)
-    /// keeps only those of the stages before its last (which it reads from the table where it uses
-    /// them): as many bytes as Montgomery's then, half as many more for a first pass (at most 2^9
-    /// elements a block, 48 KiB).
-    fn shared_bytes(self, tile: u32, c: u32) -> u32 {
-        // A first pass (c = 0) holds at most 2^MAX_PASS_STAGES elements: 48 KiB with Shoup's twiddles,
-        // within PASS_SHARED_BYTES.
-        const _: () =
-            assert!(6 * (1 << MAX_PASS_STAGES) * 32 / 2 <= crate::modules::PASS_SHARED_BYTES as u32);
-        let halves = match self {
-            Self::Shoup if c == 0 => 6,
-            _ => 4,
-        };
-        halves * tile * std::mem::size_of::<GpuFr>() as u32 / 2
-    }
-}
-
-/// Turns a Montgomery twiddle table (its first `table.len() / 2` elements: `w^i` in Montgomery
-/// form) into a [`Twiddles::Shoup`] one in place: the first half becomes the canonical values, the
-/// second their Shoup quotients (by long division on the device, once per table).
-pub fn shoup_twiddles(
-    gpu: &Gpu,
-    stream: &Arc<CudaStream>,
-    table: &mut CudaSlice<GpuFr>,
-    probe: &mut Probe,
-) -> Result<(), CudaError> {
-    shoup_convert(gpu, stream, &gpu.ntt.shoup_twiddles, "ntt_shoup_twiddles", table, probe)
-}
-
-/// Turns Montgomery values at the even places of `pairs` into a power table's half in Shoup's form
-/// ([`PowerTable::shoup`]) in place: each becomes its canonical value, and the odd place after it
-/// that value's Shoup quotient.
-pub fn shoup_pairs(
-    gpu: &Gpu,
-    stream: &Arc<CudaStream>,
-    pairs: &mut CudaSlice<GpuFr>,
-    probe: &mut Probe,
-) -> Result<(), CudaError> {
-    shoup_convert(gpu, stream, &gpu.ntt.shoup_pairs, "ntt_shoup_pairs", pairs, probe)
-}
-
-/// Runs one of the kernels that put Montgomery values of `table` into Shoup's form, `(Fr* table,
-/// uint32_t count)` with `count = table.len() / 2` values and as many quotients: `ntt_shoup_twiddles`
-/// (values in the first half, quotients in the second) or `ntt_shoup_pairs` (value and quotient side
-/// by side).
-fn shoup_convert(
-    gpu: &Gpu,
-    stream: &Arc<CudaStream>,
-    function: &CudaFunction,
-    op: &'static str,
-    table: &mut CudaSlice<GpuFr>,
-    probe: &mut Probe,
-) -> Result<(), CudaError> {
-    if !table.len().is_multiple_of(2) {
-        return Err(CudaError::Length { op, expected: table.len() + 1, got: table.len() });
-    }
-    let count = count(op, table.len() / 2)?;
-    probe.before(gpu, stream)?;
-    // SAFETY: both kernels have the signature `(Fr* table, uint32_t count)` and touch, for j < count,
-    // the two places of value j and its quotient (j and count + j, or 2j and 2j + 1): within the
-    // table's 2 count elements.
-    unsafe { stream.launch_builder(function).arg(table).arg(&count).launch(elementwise(count as usize)) }
-        .during(op)?;
-    probe.after(gpu, stream, "shoup tables")?;
-    Ok(())
 }
 
 /// `out[i] = s^i` for `i < out.len()`.
@@ -454,15 +255,6 @@ pub fn ntt_pass(
     ntt_pass_times(gpu, stream, x, None, tw, log_n, s0, k, decimation, units, probe)
 }
 
-/// Checks that a twiddle table serves a transform of `n` elements.
-fn check_twiddles(op: &'static str, table: &TwiddleTable, n: usize) -> Result<(), CudaError> {
-    let need = table.form.table_len(n);
-    if table.values.len() < need {
-        return Err(CudaError::Length { op, expected: need, got: table.values.len() });
-    }
-    Ok(())
-}
-
 /// [`ntt_pass`] on `x ∘ y` when `y` is given: each element of `x` is multiplied by `y`'s at the same
 /// index as the pass loads it (one multiplication an element, with no trip of its own through device
 /// memory), and the stages run on the products. `y` is left as it was.
@@ -492,11 +284,19 @@ pub fn ntt_pass_times(
     }
     let c = pass_columns(s0, k);
     let tile = 1u32 << (k + c);
+    let from = tw.placement.first_in_device_memory(form, k, c);
     let cfg = LaunchConfig {
         grid_dim: ((n >> (k + c)) as u32, 1, 1),
         block_dim: (pass_threads(tile), 1, 1),
-        shared_mem_bytes: form.shared_bytes(tile, c),
+        shared_mem_bytes: form.shared_bytes(tile, c, from),
     };
+    if cfg.shared_mem_bytes > crate::modules::PASS_SHARED_BYTES as u32 {
+        return Err(CudaError::Size {
+            op: "ntt_pass",
+            size: tile as usize,
+            reason: "the twiddle placement leaves more twiddles in shared memory than a block may hold",
+        });
+    }
     let dif = u32::from(decimation == Decimation::Frequency);
     let (table, own) = match tw.pass_table(s0, k) {
         Some(own) => (own, 1u32),
@@ -510,14 +310,13 @@ pub fn ntt_pass_times(
     };
     probe.before(gpu, stream)?;
     // SAFETY: matches `ntt_pass*(Fr* x, const Fr* y, const Fr* tw, uint32_t log_n, uint32_t s0,
-    // uint32_t k, uint32_t c, uint32_t dif, uint32_t own)`; with c <= s0 each block touches indices
+    // uint32_t k, uint32_t c, uint32_t dif, uint32_t own, uint32_t from)`; with c <= s0 each block touches indices
     // below n, in x and (read only by ntt_pass_times, which is given y of n elements: checked above)
     // y; twiddle indices are below n/2, and with Shoup's form their quotients' below n (the table's
     // length, checked above), or with `own` below the pass table's entries for (s0, k, c) (and their
-    // quotients'), the length it was built with; the shared memory is 2^(k+c) elements plus fewer
-    // twiddles (with Shoup's form and quotients: as many for c > 0, half as many more for c = 0, where
-    // 2^(k+c) <= 2^9), 32 bytes each, within the 64 KiB the function is configured for
-    // (`PASS_SHARED_BYTES`).
+    // quotients'), the length it was built with; the shared memory is 2^(k+c) elements plus room
+    // for 2^(from+c) twiddles (and as many quotients with Shoup's form), 32 bytes each, checked
+    // above to be within the 64 KiB the function is configured for (`PASS_SHARED_BYTES`).
     unsafe {
         stream
             .launch_builder(function)
@@ -530,6 +329,7 @@ pub fn ntt_pass_times(
             .arg(&c)
             .arg(&dif)
             .arg(&own)
+            .arg(&from)
             .launch(cfg)
     }
     .during("ntt_pass")?;
@@ -577,7 +377,7 @@ pub fn ntt_pass_turn(
     let cfg = LaunchConfig {
         grid_dim: ((n >> k) as u32, 1, 1),
         block_dim: (pass_threads(tile), 1, 1),
-        shared_mem_bytes: form.shared_bytes(tile, 0),
+        shared_mem_bytes: form.shared_bytes(tile, 0, k),
     };
     probe.before(gpu, stream)?;
     // SAFETY: matches `ntt_pass_turn(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
@@ -614,7 +414,7 @@ fn pass_threads(tile: u32) -> u32 {
 /// Most stages one [`ntt_pass`] runs.
 pub const MAX_PASS_STAGES: u32 = 9;
 /// `log2` of the most elements one [`ntt_pass`] block holds.
-const TILE_BITS: u32 = PASS_TILE_BITS;
+pub(super) const TILE_BITS: u32 = PASS_TILE_BITS;
 
 /// `x[i] *= c`, and by `s^i` too when a table is given. With `bit_reversed` the table's power is
 /// `s^rev(i)` instead, `rev` reversing `log2 len` bits: the scaling of values held in bit-reversed
@@ -707,48 +507,4 @@ pub fn pointwise_mul(
         .during("ntt_mul")?;
     probe.after(gpu, stream, "quotient")?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn twiddle_tables_and_pass_blocks_take_what_their_kernels_read() {
-        // Montgomery's table: w^i for i < n/2 (one element for n = 1); Shoup's: as many values, then
-        // as many quotients, the quotient of w^i at n/2 + i.
-        for (n, half) in [(1usize, 1usize), (2, 1), (8, 4), (1 << 24, 1 << 23)] {
-            assert_eq!(Twiddles::Montgomery.table_len(n), half);
-            assert_eq!(Twiddles::Shoup.table_len(n), 2 * half);
-        }
-        // Strided passes (c > 0) take the same shared memory either way, at most the configured 64
-        // KiB; a first pass (c = 0, at most 2^MAX_PASS_STAGES elements) half as much again with
-        // Shoup's twiddles, within it too.
-        let limit = crate::modules::PASS_SHARED_BYTES as u32;
-        let tile = 1u32 << TILE_BITS;
-        assert_eq!(Twiddles::Montgomery.shared_bytes(tile, 2), limit);
-        assert_eq!(Twiddles::Shoup.shared_bytes(tile, 2), limit);
-        let first = 1u32 << MAX_PASS_STAGES;
-        assert_eq!(Twiddles::Montgomery.shared_bytes(first, 0), 32 << 10);
-        assert_eq!(Twiddles::Shoup.shared_bytes(first, 0), 48 << 10);
-        // Shoup's passes have their own kernels, after one per unit.
-        assert_eq!(Twiddles::Shoup.kernel(MulUnits::Fp64), PASS_KINDS - 1);
-        for units in MulUnits::ALL {
-            assert_eq!(Twiddles::Montgomery.kernel(units), units as usize);
-        }
-    }
-
-    #[test]
-    fn middle_passes_own_tables_hold_each_group_of_columns_twiddles_once() {
-        // 2^24 in passes (0, 8), (8, 8), (16, 8): the middle pass takes 4 columns a block, 64 groups
-        // of them, each with 255 twiddles a column: 65280 values (4.2 MB with Shoup's quotients).
-        assert_eq!(pass_columns(8, 8), 2);
-        assert_eq!(pass_table_entries(8, 8, 2), 64 * 4 * 255);
-        // 2^27 in passes of 9: 2 columns a block, 256 groups, 511 twiddles a column (16.7 MB).
-        assert_eq!(pass_columns(9, 9), 1);
-        assert_eq!(pass_table_entries(9, 9, 1), 256 * 2 * 511);
-        // Small transforms: a block takes every column the pass has.
-        assert_eq!(pass_columns(2, 3), 2);
-        assert_eq!(pass_table_entries(2, 3, 2), 4 * 7);
-    }
 }
