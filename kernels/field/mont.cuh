@@ -48,44 +48,72 @@ struct alignas(16) Fp {
         return acc == 0;
     }
 
-    // r = a - p if a >= p (a < 2p), with an N-limb a plus a carry limb `hi`.
+    // Limb i of the modulus m: p, or 2p for the lazy arithmetic (TWICE) below. p < 2^(32N - 1), so
+    // 2p fits the limbs.
+    template <bool TWICE>
+    __device__ __forceinline__ static constexpr uint32_t modulus(int i) {
+        static_assert(P::mod(N - 1) < 0x7fffffffu, "2p must fit the limbs");
+        return TWICE ? (P::mod(i) << 1) | (i > 0 ? P::mod(i - 1) >> 31 : 0) : P::mod(i);
+    }
+
+    // r = a - m if a >= m (a < 2m), with an N-limb a plus a carry limb `hi`; m is p, or 2p with TWICE.
+    template <bool TWICE = false>
     __device__ __forceinline__ static void reduce_once(uint32_t (&a)[N], uint32_t hi) {
         uint32_t t[N], borrow;
-        ptx::sub_cc(t[0], a[0], P::mod(0));
+        ptx::sub_cc(t[0], a[0], modulus<TWICE>(0));
 #pragma unroll
-        for (int i = 1; i < N; i++) ptx::subc_cc(t[i], a[i], P::mod(i));
+        for (int i = 1; i < N; i++) ptx::subc_cc(t[i], a[i], modulus<TWICE>(i));
         ptx::subc(borrow, hi, 0);
-        // borrow is 0xffffffff when a < p: keep a.
+        // borrow is 0xffffffff when a < m: keep a.
 #pragma unroll
         for (int i = 0; i < N; i++) a[i] = borrow ? a[i] : t[i];
     }
 
-    __device__ __forceinline__ Fp operator+(const Fp& b) const {
+    // a + b mod m for a and b below m: below m (m = p, or 2p with TWICE).
+    template <bool TWICE>
+    __device__ __forceinline__ Fp add_below(const Fp& b) const {
         Fp r;
         uint32_t hi;
         ptx::add_cc(r.v[0], v[0], b.v[0]);
 #pragma unroll
         for (int i = 1; i < N; i++) ptx::addc_cc(r.v[i], v[i], b.v[i]);
         ptx::addc(hi, 0, 0);
-        reduce_once(r.v, hi);
+        reduce_once<TWICE>(r.v, hi);
         return r;
     }
 
-    __device__ __forceinline__ Fp operator-(const Fp& b) const {
+    // a - b mod m for a and b below m: below m (m = p, or 2p with TWICE).
+    template <bool TWICE>
+    __device__ __forceinline__ Fp sub_below(const Fp& b) const {
         Fp r;
         uint32_t borrow;
         ptx::sub_cc(r.v[0], v[0], b.v[0]);
 #pragma unroll
         for (int i = 1; i < N; i++) ptx::subc_cc(r.v[i], v[i], b.v[i]);
         ptx::subc(borrow, 0, 0);
-        // On borrow add p back (mask the modulus with the borrow word).
-        ptx::add_cc(r.v[0], r.v[0], P::mod(0) & borrow);
+        // On borrow add m back (mask the modulus with the borrow word).
+        ptx::add_cc(r.v[0], r.v[0], modulus<TWICE>(0) & borrow);
 #pragma unroll
-        for (int i = 1; i < N; i++) ptx::addc_cc(r.v[i], r.v[i], P::mod(i) & borrow);
+        for (int i = 1; i < N; i++) ptx::addc_cc(r.v[i], r.v[i], modulus<TWICE>(i) & borrow);
         return r;
     }
 
+    __device__ __forceinline__ Fp operator+(const Fp& b) const { return add_below<false>(b); }
+    __device__ __forceinline__ Fp operator-(const Fp& b) const { return sub_below<false>(b); }
     __device__ __forceinline__ Fp operator-() const { return zero() - *this; }
+
+    // Lazy arithmetic below 2p: the NTT passes keep their elements in [0, 2p) between stages and
+    // reduce them once as they store them (reduced()), which spares every Shoup product its final
+    // subtraction (mul_shoup_lazy). Sums and differences of values below 2p, below 2p.
+    __device__ __forceinline__ Fp add_lazy(const Fp& b) const { return add_below<true>(b); }
+    __device__ __forceinline__ Fp sub_lazy(const Fp& b) const { return sub_below<true>(b); }
+
+    // This value (below 2p) fully reduced.
+    __device__ __forceinline__ Fp reduced() const {
+        Fp r = *this;
+        reduce_once(r.v, 0);
+        return r;
+    }
 
     __device__ __forceinline__ Fp dbl() const { return *this + *this; }
 
@@ -182,7 +210,12 @@ struct alignas(16) Fp {
     // where 2p fits (Fr: p < 0.46 2^256), so each is a low half product. Multiplications of limbs:
     // 79 for q, 64 for a w, 64 for q p (36 for Fr, whose lowest limbs 1 and 2^32 - 1 make q p's first
     // two rows additions), against mul_int's 2 N^2.
-    __device__ __forceinline__ Fp mul_shoup(const Fp& w, const Fp& wq) const {
+    __device__ __forceinline__ Fp mul_shoup(const Fp& w, const Fp& wq) const { return mul_shoup_lazy(w, wq).reduced(); }
+
+    // mul_shoup without its final subtraction: a w mod p or that plus p, below 2p, for a below 2p as
+    // well (then a wq / 2^(32N) falls short of a w / p by less than 2p / 2^(32N) < 0.91 and the
+    // truncation, still less than 1: q is floor(a w / p) or one less, as for a below p).
+    __device__ __forceinline__ Fp mul_shoup_lazy(const Fp& w, const Fp& wq) const {
         static_assert(P::mod(N - 1) < 0x7fffffffu, "2p must fit the limbs");
         uint32_t h[N + 1];
         high_approx(v, wq.v, h);
@@ -212,7 +245,6 @@ struct alignas(16) Fp {
         for (int j = LOW_ONE ? 2 : 0; j < N; j++) low_row(u, uo, q, P::mod(j), j);
         sub_from_low(t, u);
         sub_from_low(t, uo);
-        reduce_once(t, 0);
         Fp r;
 #pragma unroll
         for (int k = 0; k < N; k++) r.v[k] = t[k];

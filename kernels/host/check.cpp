@@ -7,7 +7,9 @@
 // pairs each; for every pair the outputs listed below, in order.
 //   Fr, Fq, Fq2 pairs (a, b): a + b, a - b, a * b, a^2, 1/a (variable time; 0 for 0), and for Fr and
 //   Fq mul_fp64(a, b) (field/fp64.cuh), a.mul_kara(b), a.mul_shoup(w, wq) with w = b's canonical
-//   value and wq its Shoup quotient, and wq's limbs (field/mont.cuh).
+//   value and wq its Shoup quotient, and wq's limbs (field/mont.cuh); then the lazy operations on
+//   representatives below 2p, with a' = a + p and b' = b + p (limbs, not reduced): a'.add_lazy(b'),
+//   a'.sub_lazy(b), a.sub_lazy(b'), a'.mul_shoup_lazy(w, wq), as they come (below 2p, not reduced).
 //   G1, G2 pairs of affine points (p, q) and a word k: in XYZZ (X, Y, ZZ, ZZZ): p + q (mixed),
 //   2p + q (mixed, ZZ != 1), 2p + 2q (full), 4p (doubling), k * p.
 // Then the MSM's batched affine round over G1 (msm/batch.cuh, BATCH_CHAINS chains per thread): the word
@@ -38,6 +40,16 @@ static void write(const T& v) {
     std::fwrite(&v, sizeof(T), 1, stdout);
 }
 
+// a + p in limbs (below 2p for a below p): the other representative the lazy operations take.
+template <class F>
+static F plus_p(const F& a) {
+    F r;
+    ptx::add_cc(r.v[0], a.v[0], F::Params::mod(0));
+    for (int i = 1; i < F::N - 1; i++) ptx::addc_cc(r.v[i], a.v[i], F::Params::mod(i));
+    ptx::addc(r.v[F::N - 1], a.v[F::N - 1], F::Params::mod(F::N - 1));
+    return r;
+}
+
 template <class F>
 static bool fields(uint32_t n) {
     for (uint32_t i = 0; i < n; i++) {
@@ -55,6 +67,11 @@ static bool fields(uint32_t n) {
             const F w = b.from_mont(), wq = w.shoup_quotient();
             write(a.mul_shoup(w, wq));
             write(wq);
+            const F ap = plus_p(a), bp = plus_p(b);
+            write(ap.add_lazy(bp));
+            write(ap.sub_lazy(b));
+            write(a.sub_lazy(bp));
+            write(ap.mul_shoup_lazy(w, wq));
         }
     }
     return true;

@@ -261,10 +261,10 @@ __device__ __forceinline__ uint32_t twiddle_index(uint32_t log_n, uint32_t s0, u
 // occupancy is bound by shared memory). On the H100 (2^24), a strided pass (c > 0, 2^10 elements)
 // with its last stage there holds three blocks a multiprocessor instead of two (3-14% faster than
 // with every stage in shared memory), with its last two four (2-3% faster again; with its last
-// three the pass slowed by 16%). A first pass, whose twiddles every block shares, reads them from a
-// table of its own (3.6% faster than gathering them from the transform's table into shared memory),
-// and reads them there where it uses them (up to 2% faster than holding them, decimated in time;
-// the same in frequency).
+// three the pass slowed by 16%). A first pass, whose twiddles every block shares, copies them from a
+// table of its own (3.6% faster than gathering them from the transform's table); reading them there
+// where it uses them instead was up to 2% faster with 72 registers, and 0.5% slower with the lazy
+// reduction's 74 (fewer blocks a multiprocessor).
 //
 // A pass may have a table of its own (`own`, see ntt_pass_twiddles): its twiddles in the order a block
 // holds them, one run of M = 2^(k+c) - 2^c per group of 2^c columns (with SHOUP the quotients after
@@ -279,20 +279,21 @@ struct Twiddles {
     // With a table of the pass's own: the block's first entry in it, and where the quotients start.
     uint32_t own, base, half;
 
-    // a times the twiddle of stage t at position pos of column col.
+    // a times the twiddle of stage t at position pos of column col (with SHOUP lazily: a and the
+    // product below 2p, see run_stages).
     template <int U>
     __device__ __forceinline__ Fr times(const Fr& a, uint32_t t, uint32_t pos, uint32_t col) const {
         if constexpr (U == SHOUP) {
             if (t >= from) {
                 if (own) {
                     const uint32_t at = base + (((1u << t) - 1 + pos) << c) + col;
-                    return a.mul_shoup(table[at], table[half + at]);
+                    return a.mul_shoup_lazy(table[at], table[half + at]);
                 }
                 const uint32_t at = twiddle_index(log_n, s0, t, pos, low0 + col);
-                return a.mul_shoup(table[at], table[(1u << (log_n - 1)) + at]);
+                return a.mul_shoup_lazy(table[at], table[(1u << (log_n - 1)) + at]);
             }
             const uint32_t j = (((1u << t) - 1 + pos) << c) + col;
-            return a.mul_shoup(w.get(j), q.get(j));
+            return a.mul_shoup_lazy(w.get(j), q.get(j));
         } else {
             return mul<U>(a, w.get((((1u << t) - 1 + pos) << c) + col));
         }
@@ -362,8 +363,39 @@ extern "C" __global__ void ntt_pass_twiddles(Fr* out, const Fr* tw, uint32_t log
     if (shoup) out[total + e] = tw[(1u << (log_n - 1)) + from];
 }
 
+// A butterfly's sum and difference: with SHOUP lazily, the elements kept below 2p from stage to stage
+// (Fr::add_lazy, sub_lazy and Twiddles::times' mul_shoup_lazy; the passes reduce them once as they
+// store them), which spares every Shoup product its final subtraction; fully reduced otherwise.
+template <int U>
+__device__ __forceinline__ Fr plus(const Fr& a, const Fr& b) {
+    if constexpr (U == SHOUP) {
+        return a.add_lazy(b);
+    } else {
+        return a + b;
+    }
+}
+template <int U>
+__device__ __forceinline__ Fr minus(const Fr& a, const Fr& b) {
+    if constexpr (U == SHOUP) {
+        return a.sub_lazy(b);
+    } else {
+        return a - b;
+    }
+}
+
+// An element as a pass stores it: reduced below p (with SHOUP the stages leave it below 2p).
+template <int U>
+__device__ __forceinline__ Fr stored(const Fr& a) {
+    if constexpr (U == SHOUP) {
+        return a.reduced();
+    } else {
+        return a;
+    }
+}
+
 // The k stages themselves on the block's elements in shared memory (data), twiddles in tws; every
-// thread of the block takes part, and the last stage is followed by a barrier.
+// thread of the block takes part, and the last stage is followed by a barrier. Elements come in below
+// p (below 2p with SHOUP) and leave below p (below 2p with SHOUP).
 // With SKIP1, stage 1 of a first pass (c = 0) multiplies only where its twiddle is not 1 (below); the
 // passes over strided columns, which never hold stage 1, are compiled without that code (with it they
 // took two registers more and ran 1-2% slower on the H200).
@@ -382,15 +414,15 @@ __device__ __forceinline__ void run_stages(Data data, Twiddles tws, uint32_t s0,
             for (uint32_t g = threadIdx.x; g < size / 4; g += blockDim.x) {
                 const uint32_t i = 4 * g;
                 const Fr u0 = data.get(i), u1 = data.get(i + 1), v0 = data.get(i + 2), v1 = data.get(i + 3);
-                data.set(i, u0 + v0);
-                data.set(i + 2, u0 - v0);
+                data.set(i, plus<U>(u0, v0));
+                data.set(i + 2, minus<U>(u0, v0));
                 if (dif) {
-                    data.set(i + 1, u1 + v1);
-                    data.set(i + 3, tws.times<U>(u1 - v1, 1, 1, 0));
+                    data.set(i + 1, plus<U>(u1, v1));
+                    data.set(i + 3, tws.times<U>(minus<U>(u1, v1), 1, 1, 0));
                 } else {
                     const Fr vw = tws.times<U>(v1, 1, 1, 0);
-                    data.set(i + 1, u1 + vw);
-                    data.set(i + 3, u1 - vw);
+                    data.set(i + 1, plus<U>(u1, vw));
+                    data.set(i + 3, minus<U>(u1, vw));
                 }
             }
             __syncthreads();
@@ -405,15 +437,15 @@ __device__ __forceinline__ void run_stages(Data data, Twiddles tws, uint32_t s0,
             const Fr u = data.get(i0), v = data.get(i1);
             if (s0 + t == 0) {
                 // Stage 0: every twiddle is w^0 = 1.
-                data.set(i0, u + v);
-                data.set(i1, u - v);
+                data.set(i0, plus<U>(u, v));
+                data.set(i1, minus<U>(u, v));
             } else if (dif) {
-                data.set(i0, u + v);
-                data.set(i1, tws.times<U>(u - v, t, pos, col));
+                data.set(i0, plus<U>(u, v));
+                data.set(i1, tws.times<U>(minus<U>(u, v), t, pos, col));
             } else {
                 const Fr vw = tws.times<U>(v, t, pos, col);
-                data.set(i0, u + vw);
-                data.set(i1, u - vw);
+                data.set(i0, plus<U>(u, vw));
+                data.set(i1, minus<U>(u, vw));
             }
         }
         __syncthreads();
@@ -455,7 +487,7 @@ __device__ __forceinline__ void pass(Fr* x, const Fr* y, const Fr* tw, uint32_t 
     __syncthreads();
     run_stages<U, SKIP1>(data, tws, s0, k, c, dif);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
-        x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))] = data.get(i);
+        x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))] = stored<U>(data.get(i));
 }
 
 // The pass kernels, each by the units its products use (ntt_pass*, *_fp64, *_mixed): ntt_pass for any
@@ -501,7 +533,9 @@ __device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, ui
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
         const uint32_t e = bit_reverse((uint32_t)base + i, log_n), mask = (1u << lo_bits) - 1;
         if constexpr (U == SHOUP) {
-            data.set(i, times_power_shoup(data.get(i), lo, hi, lo_bits, e));
+            // Both products lazy: the stages take and give elements below 2p.
+            const uint32_t h = e >> lo_bits, l = e & mask;
+            data.set(i, data.get(i).mul_shoup_lazy(hi[2 * h], hi[2 * h + 1]).mul_shoup_lazy(lo[2 * l], lo[2 * l + 1]));
         } else {
             data.set(i, mul<U>(data.get(i), mul<U>(hi[e >> lo_bits], lo[e & mask])));
         }
@@ -509,7 +543,7 @@ __device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, ui
     const Twiddles tws = load_twiddles<U>(sh + size, tw, log_n, 0, k, 0, 0, 0, k);
     __syncthreads();
     run_stages<U, true>(data, tws, 0, k, 0, 0);
-    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) x[base + i] = data.get(i);
+    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) x[base + i] = stored<U>(data.get(i));
 }
 
 extern "C" __global__ void ntt_pass_turn(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,

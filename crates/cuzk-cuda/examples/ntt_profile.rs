@@ -168,7 +168,7 @@ fn placements_side_by_side(b: &CudaBackend, log_n: u32, host: &[GpuFr]) -> Resul
     let gpu = b.gpu();
     let s = gpu.compute_stream();
     let placements =
-        [(9, 2), (0, 2), (0, 1)].map(|(first, strided)| kernels::TwiddlePlacement { first, strided });
+        [(0, 2), (9, 2), (0, 1)].map(|(first, strided)| kernels::TwiddlePlacement { first, strided });
     let mut reference = None;
     for round in 1..=2 {
         for placement in placements {

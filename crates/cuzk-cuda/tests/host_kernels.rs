@@ -82,6 +82,19 @@ impl Reader {
     }
 }
 
+/// The limbs of a lazy operation's output `raw`, which must be below 2p (`modulus` p), reduced below p;
+/// pair `i` names the input in a failure.
+fn below_2p<const N: usize>(raw: [u64; N], modulus: BigInt<N>, i: usize) -> [u64; N] {
+    let mut value = BigInt::<N>(raw);
+    let mut twice = modulus;
+    twice.add_with_carry(&modulus);
+    assert!(value < twice, "pair {i}: a lazy operation's output {raw:x?} is not below 2p");
+    if value >= modulus {
+        value.sub_with_borrow(&modulus);
+    }
+    value.0
+}
+
 /// An XYZZ point (x = X/ZZ, y = Y/ZZZ, identity when ZZ = 0) in arkworks, its coordinates consistent.
 fn xyzz<F: Field>(x: F, y: F, zz: F, zzz: F) -> Option<(F, F)> {
     if zz.is_zero() {
@@ -258,6 +271,15 @@ fn kernel_arithmetic_on_the_host_matches_arkworks() {
         );
         let wq = r.limbs::<4>();
         assert!(is_shoup_quotient(&b.into_bigint().0, &wq, &Fr::MODULUS.0), "Fr pair {i}: Shoup quotient");
+        let lazy = [(); 4].map(|_| {
+            let limbs = below_2p(r.limbs(), Fr::MODULUS, i);
+            DeviceFr { limbs }.to_ark_checked(0).expect("reduced")
+        });
+        assert_eq!(
+            lazy,
+            [*a + b, *a - b, *a - b, *a * b],
+            "Fr pair {i}: add_lazy, sub_lazy (twice), mul_shoup_lazy"
+        );
     }
     for (i, (a, b)) in fqs.iter().enumerate() {
         let got = [r.fq(), r.fq(), r.fq(), r.fq(), r.fq(), r.fq(), r.fq(), r.fq()];
@@ -269,6 +291,15 @@ fn kernel_arithmetic_on_the_host_matches_arkworks() {
         );
         let wq = r.limbs::<6>();
         assert!(is_shoup_quotient(&b.into_bigint().0, &wq, &Fq::MODULUS.0), "Fq pair {i}: Shoup quotient");
+        let lazy = [(); 4].map(|_| {
+            let limbs = below_2p(r.limbs(), Fq::MODULUS, i);
+            DeviceFq { limbs }.to_ark_checked(0).expect("reduced")
+        });
+        assert_eq!(
+            lazy,
+            [*a + b, *a - b, *a - b, *a * b],
+            "Fq pair {i}: add_lazy, sub_lazy (twice), mul_shoup_lazy"
+        );
     }
     for (i, (a, b)) in fq2s.iter().enumerate() {
         let got = [r.fq2(), r.fq2(), r.fq2(), r.fq2(), r.fq2()];

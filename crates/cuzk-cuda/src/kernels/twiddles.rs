@@ -44,10 +44,10 @@ pub struct TwiddlePlacement {
 }
 
 impl Default for TwiddlePlacement {
-    /// Every twiddle of a first pass in device memory (a table of its own, which every block
-    /// reads: 2^k − 1 twiddles and their quotients), the last two stages of a strided pass's.
+    /// Every twiddle of a first pass in shared memory (copied from a table of its own), the last two
+    /// stages of a strided pass's in device memory.
     fn default() -> Self {
-        Self { first: MAX_PASS_STAGES, strided: 2 }
+        Self { first: 0, strided: 2 }
     }
 }
 
@@ -281,9 +281,8 @@ mod tests {
         // Montgomery's passes keep every twiddle in shared memory: as many as elements, at most the
         // configured 64 KiB. Shoup's with the default placement: a strided pass (c > 0) leaves its last
         // two stages' in device memory (room for a quarter as many twiddles, with their quotients:
-        // 48 KiB for a tile of 2^10); a first pass (c = 0) leaves them all (its elements only). With
-        // every twiddle of a first pass (at most 2^MAX_PASS_STAGES elements) in shared memory with
-        // their quotients, 48 KiB at most, within the limit too.
+        // 48 KiB for a tile of 2^10); a first pass (c = 0, at most 2^MAX_PASS_STAGES elements) keeps
+        // them all, with their quotients: 48 KiB at most, within the limit too.
         let limit = crate::modules::PASS_SHARED_BYTES as u32;
         let placed = TwiddlePlacement::default();
         let bytes = |form: Twiddles, placement: TwiddlePlacement, k: u32, c: u32| {
@@ -292,10 +291,8 @@ mod tests {
         assert_eq!(bytes(Twiddles::Montgomery, placed, 8, 2), limit);
         assert_eq!(bytes(Twiddles::Shoup, placed, 8, 2), (32 + 16) << 10);
         assert_eq!(bytes(Twiddles::Montgomery, placed, MAX_PASS_STAGES, 0), 32 << 10);
-        assert_eq!(bytes(Twiddles::Shoup, placed, MAX_PASS_STAGES, 0), 16 << 10);
-        let shared_first = TwiddlePlacement { first: 0, strided: 1 };
-        assert_eq!(bytes(Twiddles::Shoup, shared_first, MAX_PASS_STAGES, 0), 48 << 10);
-        assert_eq!(bytes(Twiddles::Shoup, shared_first, 8, 2), limit);
+        assert_eq!(bytes(Twiddles::Shoup, placed, MAX_PASS_STAGES, 0), 48 << 10);
+        assert_eq!(bytes(Twiddles::Shoup, TwiddlePlacement { first: 0, strided: 1 }, 8, 2), limit);
         // Each stage left in device memory halves the room for twiddles; a first pass with none in
         // shared memory holds only its elements; Montgomery's passes keep every twiddle whatever the
         // placement says.
