@@ -328,15 +328,15 @@ __device__ __forceinline__ Twiddles load_twiddles(Fr* at, const Fr* tw, uint32_t
                        half};
     const Fr* twq = tw + (own ? half : 1u << (log_n - 1));
     for (uint32_t i = threadIdx.x; i + cols < count; i += blockDim.x) {
-        uint32_t from = base + i;
+        uint32_t src = base + i;
         if (!own) {
             const uint32_t j = (i >> c) + 1;
             const uint32_t t = 31 - __clz(j);
             const uint32_t pos = j - (1u << t);
-            from = twiddle_index(log_n, s0, t, pos, low0 + (i & (cols - 1)));
+            src = twiddle_index(log_n, s0, t, pos, low0 + (i & (cols - 1)));
         }
-        tws.w.set(i, tw[from]);
-        if (U == SHOUP) tws.q.set(i, twq[from]);
+        tws.w.set(i, tw[src]);
+        if (U == SHOUP) tws.q.set(i, twq[src]);
     }
     return tws;
 }
