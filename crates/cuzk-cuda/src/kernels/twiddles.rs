@@ -34,7 +34,7 @@ pub enum Twiddles {
 /// from shared memory. Stage `t` of a pass of `k` stages has `2^t` twiddles a column, each used by
 /// `2^(k−1−t)` butterflies; every stage left in device memory frees shared memory, which bounds how
 /// many blocks a multiprocessor holds. Passes by Montgomery's products keep every twiddle in shared
-/// memory.
+/// memory, and so does the witness map's turn ([`super::ntt_pass_turn`]), whatever the placement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TwiddlePlacement {
     /// Stages of a pass from stage 0 (single columns, `c = 0`): its twiddles are shared by every block.
