@@ -21,7 +21,7 @@ pub struct PowerTable {
     /// Bits of the index served by `lo`.
     pub lo_bits: u32,
     /// Shoup's form: each power a pair, its canonical value at `2j` and its Shoup quotient at
-    /// `2j + 1` ([`shoup_pairs`]), for the kernels that multiply by Shoup's product (the witness
+    /// `2j + 1` ([`super::shoup_pairs`]), for the kernels that multiply by Shoup's product (the witness
     /// map's with [`Twiddles::Shoup`]); the others take Montgomery values.
     pub shoup: bool,
 }

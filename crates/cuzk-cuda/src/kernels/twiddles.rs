@@ -22,7 +22,7 @@ pub enum Twiddles {
     /// Shoup's products on the integer units (`Fr::mul_shoup` in `kernels/field/mont.cuh`): the
     /// table holds the canonical values of `w^i`, `i < n/2`, then their quotients
     /// `floor(w^i·2^256 / r)` ([`shoup_twiddles`]), twice the memory. The witness map's turn and last
-    /// step then take their coset powers in Shoup's form too ([`PowerTable::shoup`]); its other
+    /// step then take their coset powers in Shoup's form too ([`super::PowerTable::shoup`]); its other
     /// products (`a·b`) stay Montgomery's on the integer units, whatever [`MulUnits`] says. Which
     /// stages' twiddles a pass reads from device memory rather than shared memory is the table's
     /// [`TwiddlePlacement`].
@@ -62,7 +62,7 @@ impl TwiddlePlacement {
     }
 }
 
-/// A twiddle table on the device and the form it was built in ([`crate::NttTables`] makes them), so
+/// A twiddle table on the device and the form it was built in ([`crate::ntt::NttTables`] makes them), so
 /// that a pass cannot be handed a table in one form and told it is in the other.
 #[derive(Debug)]
 pub struct TwiddleTable {
@@ -220,7 +220,7 @@ pub fn shoup_twiddles(
 }
 
 /// Turns Montgomery values at the even places of `pairs` into a power table's half in Shoup's form
-/// ([`PowerTable::shoup`]) in place: each becomes its canonical value, and the odd place after it
+/// ([`super::PowerTable::shoup`]) in place: each becomes its canonical value, and the odd place after it
 /// that value's Shoup quotient.
 pub fn shoup_pairs(
     gpu: &Gpu,
