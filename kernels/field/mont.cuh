@@ -243,8 +243,8 @@ struct alignas(16) Fp {
         // q p's remaining rows, split by alignment (low_row): u + uo is q p modulo 2^(32N).
 #pragma unroll
         for (int j = LOW_ONE ? 2 : 0; j < N; j++) low_row(u, uo, q, P::mod(j), j);
-        sub_from_low(t, u);
-        sub_from_low(t, uo);
+        sub_limbs<N>(t, u, t);
+        sub_limbs<N>(t, uo, t);
         Fp r;
 #pragma unroll
         for (int k = 0; k < N; k++) r.v[k] = t[k];
@@ -358,14 +358,6 @@ struct alignas(16) Fp {
         if (N - j - 1 > 0) mad_chain_aligned(e, o, j + 1, j + 1, x, y, 1, false, N - j - 1, false, 0);
     }
 
-    // t -= s modulo 2^(32N).
-    __device__ __forceinline__ static void sub_from_low(uint32_t (&t)[N], const uint32_t (&s)[N]) {
-        ptx::sub_cc(t[0], t[0], s[0]);
-#pragma unroll
-        for (int k = 1; k < N - 1; k++) ptx::subc_cc(t[k], t[k], s[k]);
-        ptx::subc(t[N - 1], t[N - 1], s[N - 1]);
-    }
-
     // t = x y modulo 2^(32N).
     __device__ __forceinline__ static void low_product(const uint32_t (&x)[N], const uint32_t (&y)[N],
                                                        uint32_t (&t)[N]) {
@@ -374,10 +366,7 @@ struct alignas(16) Fp {
         for (int k = 0; k < N; k++) t[k] = o[k] = 0;
 #pragma unroll
         for (int j = 0; j < N; j++) low_row(t, o, x, y[j], j);
-        ptx::add_cc(t[0], t[0], o[0]);
-#pragma unroll
-        for (int k = 1; k < N - 1; k++) ptx::addc_cc(t[k], t[k], o[k]);
-        ptx::addc(t[N - 1], t[N - 1], o[N - 1]);
+        add_limbs<N>(t, o, t);
     }
 
     // h = the words of x y from weight 2^(32(N-1)) up (h[k] at weight 2^(32(N-1+k))), leaving out the
@@ -412,10 +401,7 @@ struct alignas(16) Fp {
                 mad_chain_aligned(h, o, lo_at, at, x, y[j], is, from_hi, end - at + 1, carry_to <= N, carry_to);
             }
         }
-        ptx::add_cc(h[0], h[0], o[0]);
-#pragma unroll
-        for (int k = 1; k < N; k++) ptx::addc_cc(h[k], h[k], o[k]);
-        ptx::addc(h[N], h[N], o[N]);
+        add_limbs<N + 1>(h, o, h);
     }
 
    public:
@@ -552,10 +538,7 @@ struct alignas(16) Fp {
     }
     __device__ __forceinline__ static Wide sub_wide(const Wide& t, const Wide& u) {
         Wide r;
-        ptx::sub_cc(r.v[0], t.v[0], u.v[0]);
-#pragma unroll
-        for (int k = 1; k < 2 * N - 1; k++) ptx::subc_cc(r.v[k], t.v[k], u.v[k]);
-        ptx::subc(r.v[2 * N - 1], t.v[2 * N - 1], u.v[2 * N - 1]);
+        sub_limbs<2 * N>(t.v, u.v, r.v);
         return r;
     }
 
@@ -587,7 +570,7 @@ struct alignas(16) Fp {
 
 
    private:
-    // s = x + y over M limbs, modulo 2^(32M) (the carry out dropped).
+    // s = x + y over M limbs, modulo 2^(32M) (the carry out dropped; s may be x or y).
     template <int M>
     __device__ __forceinline__ static void add_limbs(const uint32_t (&x)[M], const uint32_t (&y)[M],
                                                      uint32_t (&s)[M]) {
@@ -595,6 +578,16 @@ struct alignas(16) Fp {
 #pragma unroll
         for (int k = 1; k < M - 1; k++) ptx::addc_cc(s[k], x[k], y[k]);
         ptx::addc(s[M - 1], x[M - 1], y[M - 1]);
+    }
+
+    // d = x - y modulo 2^(32M) (d may be x or y).
+    template <int M>
+    __device__ __forceinline__ static void sub_limbs(const uint32_t (&x)[M], const uint32_t (&y)[M],
+                                                     uint32_t (&d)[M]) {
+        ptx::sub_cc(d[0], x[0], y[0]);
+#pragma unroll
+        for (int k = 1; k < M - 1; k++) ptx::subc_cc(d[k], x[k], y[k]);
+        ptx::subc(d[M - 1], x[M - 1], y[M - 1]);
     }
 
     // r[0..2H) = x y for H-limb x, y (H even), rows as in mul_int without the reduction: after row i

@@ -40,11 +40,17 @@ __device__ __forceinline__ Fr power(const Fr* lo, const Fr* hi, uint32_t lo_bits
 }
 
 // x s^i from a two-level table in Shoup's form: lo and hi hold pairs (canonical value, its Shoup
-// quotient) at 2j and 2j + 1, for the same powers as power's tables; two Shoup products.
+// quotient) at 2j and 2j + 1, for the same powers as power's tables; two Shoup products. With LAZY,
+// both without their final subtraction (x and the result below 2p, Fr::mul_shoup_lazy).
+template <bool LAZY = false>
 __device__ __forceinline__ Fr times_power_shoup(const Fr& x, const Fr* lo, const Fr* hi, uint32_t lo_bits,
                                                 uint32_t i) {
     const uint32_t h = i >> lo_bits, l = i & ((1u << lo_bits) - 1);
-    return x.mul_shoup(hi[2 * h], hi[2 * h + 1]).mul_shoup(lo[2 * l], lo[2 * l + 1]);
+    if constexpr (LAZY) {
+        return x.mul_shoup_lazy(hi[2 * h], hi[2 * h + 1]).mul_shoup_lazy(lo[2 * l], lo[2 * l + 1]);
+    } else {
+        return x.mul_shoup(hi[2 * h], hi[2 * h + 1]).mul_shoup(lo[2 * l], lo[2 * l + 1]);
+    }
 }
 
 __device__ __forceinline__ uint32_t bit_reverse(uint32_t i, uint32_t log_n) {
@@ -534,8 +540,7 @@ __device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, ui
         const uint32_t e = bit_reverse((uint32_t)base + i, log_n), mask = (1u << lo_bits) - 1;
         if constexpr (U == SHOUP) {
             // Both products lazy: the stages take and give elements below 2p.
-            const uint32_t h = e >> lo_bits, l = e & mask;
-            data.set(i, data.get(i).mul_shoup_lazy(hi[2 * h], hi[2 * h + 1]).mul_shoup_lazy(lo[2 * l], lo[2 * l + 1]));
+            data.set(i, times_power_shoup<true>(data.get(i), lo, hi, lo_bits, e));
         } else {
             data.set(i, mul<U>(data.get(i), mul<U>(hi[e >> lo_bits], lo[e & mask])));
         }
