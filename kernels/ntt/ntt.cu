@@ -73,13 +73,25 @@ __device__ __forceinline__ Fr times_power(const Fr& x, const Fr* lo, const Fr* h
     }
 }
 
-// x scaled as a bit reversal scales: by the power s^i of a two-level table when `powers` is set (a
-// constant factor folded into the table's hi powers, so two products an element; in Shoup's form for
-// SH), otherwise by the constant c.
+// How a bit reversal scales (its `powers` argument): by the constant c, by the power s^i of a
+// two-level table (a constant factor folded into the table's hi powers, so two products an element),
+// or by the power of a full table, lo holding c s^i for every i < 2^lo_bits (one product an element;
+// in Shoup's form the values and then, from 2^lo_bits on, their quotients, as a twiddle table holds
+// them; hi is not read).
+constexpr uint32_t BY_CONSTANT = 0, BY_TWO_LEVEL_TABLE = 1, BY_FULL_TABLE = 2;
+
+// x scaled as a bit reversal scales (`powers`, above; tables in Shoup's form for SH).
 template <bool SH>
 __device__ __forceinline__ Fr scaled(const Fr& x, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t powers,
                                      uint32_t i) {
-    return powers ? times_power<SH>(x, lo, hi, lo_bits, i) : x * c;
+    if (powers == BY_FULL_TABLE) {
+        if constexpr (SH) {
+            return x.mul_shoup(lo[i], lo[(1u << lo_bits) + i]);
+        } else {
+            return x * lo[i];
+        }
+    }
+    return powers == BY_TWO_LEVEL_TABLE ? times_power<SH>(x, lo, hi, lo_bits, i) : x * c;
 }
 
 // In-place bit-reversal permutation of x (2^log_n elements), optionally scaled as `scaled` says: with

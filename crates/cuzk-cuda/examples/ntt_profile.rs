@@ -121,8 +121,53 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
     })?;
     drop(tm);
     println!("  scale {sc:.3} ms, with powers {scp:.3} ms, bit-reversed powers {scr:.3} ms");
+    coset_powers_side_by_side(b, log_n, &host)?;
     units_side_by_side(b, log_n, &host)?;
     placements_side_by_side(b, log_n, &host)
+}
+
+/// The standalone coset NTT and its inverse with each form of their power tables (`CosetPowers`),
+/// Shoup's twiddles, alternating twice in one process; every form's outputs must equal the
+/// two-level tables'.
+fn coset_powers_side_by_side(b: &CudaBackend, log_n: u32, host: &[GpuFr]) -> Result<(), CudaError> {
+    let gpu = b.gpu();
+    let s = gpu.compute_stream();
+    let forms = [ntt::CosetPowers::TwoLevel, ntt::CosetPowers::Full, ntt::CosetPowers::FullShoup];
+    let mut reference: Option<[Vec<GpuFr>; 2]> = None;
+    for round in 1..=2 {
+        for form in forms {
+            let t = ntt::NttTables::with_twiddles(gpu, s, log_n, Twiddles::Shoup)?
+                .with_coset_powers(gpu, s, form)?;
+            let mut line = format!("2^{log_n} round {round} coset powers {form:?}:");
+            let mut outputs = Vec::new();
+            for kind in [NttKind::CosetForward, NttKind::CosetInverse] {
+                let mut x = gpu.upload(s, host)?;
+                ntt::ntt(gpu, s, &t, &mut x, kind)?;
+                outputs.push(gpu.download(s, &x)?);
+                let ms = time(b, || ntt::ntt(gpu, s, &t, &mut x, kind))?;
+                line += &format!(" {kind:?} {ms:.3} ms");
+            }
+            let mut x = gpu.upload(s, host)?;
+            let scaled = time(b, || {
+                let scale = Some(ScaleAt::Source(Factor::Powers(t.coset_powers(false))));
+                kernels::bit_reverse(gpu, s, &mut x, log_n, scale, &mut Probe::default())
+            })?;
+            line += &format!(", its bit reversal {scaled:.3} ms");
+            let [forward, inverse]: [Vec<GpuFr>; 2] = outputs.try_into().expect("two transforms");
+            match &reference {
+                None => reference = Some([forward, inverse]),
+                Some([f, i]) => {
+                    assert!(
+                        *f == forward && *i == inverse,
+                        "2^{log_n}: coset transforms with {form:?} differ from the two-level tables'"
+                    );
+                    line += "; outputs equal the two-level tables'";
+                }
+            }
+            println!("{line}");
+        }
+    }
+    Ok(())
 }
 
 /// Outputs of a coset NTT and the witness map's transforms, the reference that other tables' must equal.

@@ -40,7 +40,7 @@ use rayon::prelude::*;
 use crate::arena::{self, Arena, ArenaBuffer};
 use crate::kernels::{MulUnits, Twiddles};
 use crate::msm::{self, GpuBases, MsmConfig, Residency, MSM_RESERVE};
-use crate::ntt::{self, NttTables, MAX_LOG_N};
+use crate::ntt::{self, CosetPowers, NttTables, MAX_LOG_N};
 use crate::profile::Probe;
 use crate::{kernels, CudaError, DriverContext, Gpu, GpuFr};
 
@@ -84,6 +84,8 @@ pub struct CudaBackend {
     msm: MsmConfig,
     /// The units the NTT passes multiply on (the MSM's are in `msm`).
     ntt_units: MulUnits,
+    /// The power tables of the standalone coset transforms (the witness map has its own).
+    coset_powers: CosetPowers,
     /// Pinned, write-combined buffers that polynomials are converted into before their upload on the
     /// copy stream, kept between proofs (partitions of one key have one size).
     staging: Mutex<Vec<PinnedHostSlice<GpuFr>>>,
@@ -139,6 +141,7 @@ impl CudaBackend {
             tables: Mutex::new(HashMap::new()),
             msm: MsmConfig::default(),
             ntt_units: MulUnits::Integer,
+            coset_powers: CosetPowers::TwoLevel,
             staging: Mutex::new(Vec::new()),
             arena: Arc::new(Arena::default()),
             staging_keep: AtomicUsize::new(KEPT_STAGING),
@@ -441,6 +444,15 @@ impl CudaBackend {
         self
     }
 
+    /// The same backend with its standalone coset transforms scaling by power tables in `form`
+    /// ([`CosetPowers::TwoLevel`] unless set: full tables take `n` elements a direction of device
+    /// memory that the prover's witness map never reads). Set before the first transform: tables
+    /// already built keep theirs.
+    pub fn with_coset_powers(mut self, form: CosetPowers) -> Self {
+        self.coset_powers = form;
+        self
+    }
+
     /// Converts MSM bases and keeps them where they fit ([`Residency::Auto`]).
     pub fn upload_bases<C: Curve>(&self, bases: &[Affine<C>]) -> Result<GpuBases<C>, CudaError> {
         self.upload_bases_to(bases, Residency::Auto)
@@ -495,8 +507,11 @@ impl CudaBackend {
             MulUnits::Fp64 | MulUnits::Mixed => Twiddles::Montgomery,
         };
         let stream = self.gpu.compute_stream();
-        let t =
-            Arc::new(NttTables::with_twiddles(&self.gpu, stream, log_n, form)?.with_units(self.ntt_units));
+        let t = Arc::new(
+            NttTables::with_twiddles(&self.gpu, stream, log_n, form)?
+                .with_units(self.ntt_units)
+                .with_coset_powers(&self.gpu, stream, self.coset_powers)?,
+        );
         map.insert(log_n, t.clone());
         Ok(t)
     }

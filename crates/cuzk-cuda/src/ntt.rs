@@ -4,7 +4,8 @@
 //! time, in passes of at most 9 stages, each pass one launch working in shared memory. Inverse: the
 //! stages decimated in frequency with inverse twiddles (natural in, bit-reversed out), then a bit
 //! reversal that scales by `1/n` (times `g^-i` for a coset) on the way. A coset's powers come from a
-//! two-level table with `1/n` folded in, two products an element (Shoup's with Shoup's twiddles).
+//! two-level table with `1/n` folded in, two products an element (Shoup's with Shoup's twiddles), or
+//! from a full table ([`CosetPowers`]), one product an element.
 //!
 //! [`witness_map`] chains the two decimations so that the bit-reversed intermediate results are
 //! never permuted: of its six transforms only the last pays for a bit reversal.
@@ -77,7 +78,52 @@ fn upload_scaled_table(
         kernels::shoup_pairs(gpu, stream, &mut pairs, &mut Probe::default())?;
         Ok(pairs)
     };
-    Ok(PowerTable { lo: upload(lo)?, hi: upload(hi)?, lo_bits, shoup })
+    Ok(PowerTable { lo: upload(lo)?, hi: upload(hi)?, lo_bits, shoup, full: false })
+}
+
+/// The full power table of `c·s^i`, `i < 2^log_n`, in Shoup's form or Montgomery's: filled on the device
+/// from a two-level table (and put in Shoup's form there, values then quotients).
+fn full_table(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    s: Fr,
+    log_n: u32,
+    c: Fr,
+    shoup: bool,
+) -> Result<PowerTable, CudaError> {
+    let n = 1usize << log_n;
+    let len = if shoup { 2 * n } else { n };
+    let mut lo = gpu.zeros::<GpuFr>(stream, len)?;
+    let mut quiet = Probe::default();
+    // Powers over the whole buffer; in Shoup's form the second half is then overwritten by the
+    // quotients of the first.
+    kernels::fill_powers(
+        gpu,
+        stream,
+        &mut lo,
+        &upload_scaled_table(gpu, stream, s, len, c, false)?,
+        &mut quiet,
+    )?;
+    if shoup {
+        kernels::shoup_twiddles(gpu, stream, &mut lo, &mut quiet)?;
+    }
+    Ok(PowerTable { lo, hi: gpu.zeros::<GpuFr>(stream, 1)?, lo_bits: log_n, shoup, full: true })
+}
+
+/// The power tables by which the standalone coset transforms' bit reversals scale (`g^i` forward,
+/// `g^-i / n` inverse; the witness map has tables of its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CosetPowers {
+    /// Two-level tables of about `2·sqrt(n)` powers, two products an element (Shoup's when the
+    /// twiddles are).
+    #[default]
+    TwoLevel,
+    /// Full tables of `n` powers in Montgomery form, one Montgomery product an element: `n` elements a
+    /// direction on the device (512 MiB at 2^24), read once by each bit reversal.
+    Full,
+    /// Full tables in Shoup's form, one Shoup product an element: twice [`CosetPowers::Full`]'s
+    /// memory and reads.
+    FullShoup,
 }
 
 /// Twiddles and coset powers for one size, resident on the device.
@@ -87,14 +133,15 @@ pub struct NttTables {
     /// The twiddles of the forward and inverse transforms, in one form.
     forward: TwiddleTable,
     inverse: TwiddleTable,
-    /// `g^i` and `g^-i / n`, the standalone coset transforms' scaling as they bit-reverse, in
-    /// Shoup's form when the twiddles are.
+    /// `g^i` and `g^-i / n`, the standalone coset transforms' scaling as they bit-reverse: as
+    /// `coset_form` says (two-level tables in Shoup's form when the twiddles are).
     coset: PowerTable,
     coset_inverse: PowerTable,
     /// `g^i / n`: the witness map's scaling between its interpolations and coset evaluations, and
     /// `g^-i` for its last step, both in Shoup's form when the twiddles are.
     coset_over_n: PowerTable,
     minus_powers: PowerTable,
+    coset_form: CosetPowers,
     n_inv: GpuFr,
     /// The units the passes multiply on.
     units: MulUnits,
@@ -156,6 +203,7 @@ impl NttTables {
             coset_inverse: upload_scaled_table(gpu, stream, g_inv, n, n_inv, shoup)?,
             coset_over_n: upload_scaled_table(gpu, stream, g, n, n_inv, shoup)?,
             minus_powers: upload_scaled_table(gpu, stream, g_inv, n, Fr::one(), shoup)?,
+            coset_form: CosetPowers::TwoLevel,
             n_inv: gpu_fr(&n_inv),
             units: MulUnits::Integer,
         })
@@ -177,6 +225,45 @@ impl NttTables {
         }
     }
 
+    /// These tables with the standalone coset transforms' powers rebuilt as `form` says (two-level
+    /// unless set), on `stream`.
+    pub fn with_coset_powers(
+        self,
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        form: CosetPowers,
+    ) -> Result<Self, CudaError> {
+        if form == self.coset_form {
+            return Ok(self);
+        }
+        let n = 1usize << self.log_n;
+        let g = Fr::GENERATOR;
+        let g_inv = g.inverse().unwrap_or_default();
+        let n_inv = Fr::from(n as u64).inverse().unwrap_or_default();
+        let (coset, coset_inverse) = match form {
+            CosetPowers::TwoLevel => {
+                let shoup = self.forward.form() == Twiddles::Shoup;
+                (
+                    upload_scaled_table(gpu, stream, g, n, Fr::one(), shoup)?,
+                    upload_scaled_table(gpu, stream, g_inv, n, n_inv, shoup)?,
+                )
+            }
+            CosetPowers::Full | CosetPowers::FullShoup => {
+                let shoup = form == CosetPowers::FullShoup;
+                (
+                    full_table(gpu, stream, g, self.log_n, Fr::one(), shoup)?,
+                    full_table(gpu, stream, g_inv, self.log_n, n_inv, shoup)?,
+                )
+            }
+        };
+        Ok(Self { coset, coset_inverse, coset_form: form, ..self })
+    }
+
+    /// The form of the standalone coset transforms' power tables.
+    pub fn coset_form(&self) -> CosetPowers {
+        self.coset_form
+    }
+
     /// The units the passes multiply on.
     pub fn units(&self) -> MulUnits {
         self.units
@@ -196,7 +283,8 @@ impl NttTables {
         }
     }
 
-    /// The coset powers `g^i` (or `g^-i / n`), in Shoup's form when the twiddles are.
+    /// The coset powers `g^i` (or `g^-i / n`) of the standalone coset transforms, as
+    /// [`NttTables::coset_form`] says.
     pub fn coset_powers(&self, inverse: bool) -> &PowerTable {
         if inverse {
             &self.coset_inverse

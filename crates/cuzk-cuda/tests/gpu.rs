@@ -348,6 +348,36 @@ fn ntt_passes_with_their_twiddles_placed_otherwise_match_ark_poly_and_the_cpu_wi
 }
 
 #[test]
+fn coset_ntts_scaling_by_full_power_tables_match_ark_poly_and_the_cpu_witness_map() {
+    // The standalone coset transforms with full power tables (one product an element, Montgomery's
+    // or Shoup's), under either twiddle form, give the same bits; the kernels that read two-level
+    // tables only refuse a full one.
+    let gpu = backend();
+    let (g, s) = (gpu.gpu(), gpu.gpu().compute_stream());
+    let mut rng = seeded_rng("ntt_full_coset");
+    use cuzk_cuda::ntt::CosetPowers;
+    for form in [kernels::Twiddles::Montgomery, kernels::Twiddles::Shoup] {
+        for coset in [CosetPowers::Full, CosetPowers::FullShoup] {
+            for log_n in (1u32..=12).chain([17, 21]) {
+                let t = cuzk_cuda::ntt::NttTables::with_twiddles(g, s, log_n, form)
+                    .unwrap()
+                    .with_coset_powers(g, s, coset)
+                    .unwrap();
+                assert_eq!(t.coset_form(), coset);
+                check_ntts_against_the_cpu(&gpu, &t, &format!("{form:?} {coset:?}"), &mut rng);
+            }
+        }
+    }
+    let t =
+        cuzk_cuda::ntt::NttTables::new(g, s, 10).unwrap().with_coset_powers(g, s, CosetPowers::Full).unwrap();
+    let mut x = g.zeros::<GpuFr>(s, 1 << 10).unwrap();
+    let one = GpuFr(DeviceFr::from_ark(&Fr::from(1u64)));
+    let err = kernels::scale(g, s, &mut x, one, Some(t.coset_powers(false)), false, &mut Default::default())
+        .expect_err("scale reads two-level tables only");
+    assert!(err.to_string().contains("two-level"), "{err}");
+}
+
+#[test]
 fn shoup_twiddle_tables_hold_canonical_powers_and_their_quotients() {
     // Each table: w^i in canonical form for i < n/2, then floor(w^i 2^256 / r) (by the definition,
     // checked with integers on the host), and the Montgomery table's w^i are the same powers.

@@ -11,25 +11,37 @@ use crate::modules::PASS_TILE_BITS;
 use crate::profile::Probe;
 use crate::{CudaError, DriverContext, Gpu, GpuFr};
 
-/// A power table `s^i = hi[i >> lo_bits] * lo[i & (2^lo_bits - 1)]` on the device.
+/// A power table on the device: two-level, `s^i = hi[i >> lo_bits] * lo[i & (2^lo_bits - 1)]`, or
+/// full (`full`), `s^i = lo[i]` for every `i < 2^lo_bits`.
 #[derive(Debug)]
 pub struct PowerTable {
     /// `s^j` for `j < 2^lo_bits`.
     pub lo: CudaSlice<GpuFr>,
-    /// `s^(j * 2^lo_bits)`.
+    /// `s^(j * 2^lo_bits)`; not read for a full table.
     pub hi: CudaSlice<GpuFr>,
     /// Bits of the index served by `lo`.
     pub lo_bits: u32,
-    /// Shoup's form: each power a pair, its canonical value at `2j` and its Shoup quotient at
-    /// `2j + 1` ([`super::shoup_pairs`]), for the kernels that multiply by Shoup's product (the witness
-    /// map's with [`Twiddles::Shoup`]); the others take Montgomery values.
+    /// Shoup's form, for the kernels that multiply by Shoup's product (the witness map's with
+    /// [`Twiddles::Shoup`]; the others take Montgomery values): in a two-level table each power a
+    /// pair, its canonical value at `2j` and its Shoup quotient at `2j + 1` ([`super::shoup_pairs`]);
+    /// in a full one the canonical values, then from `2^lo_bits` on their quotients, as a twiddle
+    /// table holds them ([`super::shoup_twiddles`]).
     pub shoup: bool,
+    /// A full table: one product an element where a two-level table takes two, for `2^lo_bits`
+    /// elements on the device (twice that in Shoup's form) where a two-level one holds about
+    /// `2^(lo_bits/2 + 1)`. Only the bit reversals ([`bit_reverse`]) read full tables.
+    pub full: bool,
 }
 
 impl PowerTable {
     /// How many powers the table can produce.
     pub fn capacity(&self) -> usize {
-        (self.hi.len() / if self.shoup { 2 } else { 1 }) << self.lo_bits
+        let per = if self.shoup { 2 } else { 1 };
+        if self.full {
+            // The quotients of a full table in Shoup's form start at 2^lo_bits.
+            return if self.lo.len() >= per << self.lo_bits { 1 << self.lo_bits } else { 0 };
+        }
+        (self.hi.len() / per) << self.lo_bits
     }
 }
 
@@ -37,14 +49,16 @@ impl PowerTable {
 type TableArgs<'a> = (&'a CudaSlice<GpuFr>, &'a CudaSlice<GpuFr>, u32, u32);
 
 /// The kernel arguments for an optional power table covering `n` powers, in Shoup's form or not as
-/// `shoup` says: `(lo, hi, lo_bits, use)`, with a dummy buffer (never read, `use = 0`) when there is
-/// no table.
+/// `shoup` says, full only where the kernel takes full tables (`full_ok`): `(lo, hi, lo_bits, use)`,
+/// with a dummy buffer (never read, `use = 0`) when there is no table, and `use` 1 for a two-level
+/// table, 2 for a full one (the kernels' BY_TWO_LEVEL_TABLE and BY_FULL_TABLE).
 fn table_args<'a>(
     gpu: &'a Gpu,
     op: &'static str,
     table: Option<&'a PowerTable>,
     n: usize,
     shoup: bool,
+    full_ok: bool,
 ) -> Result<TableArgs<'a>, CudaError> {
     match table {
         Some(t) if t.shoup != shoup => Err(CudaError::Size {
@@ -52,8 +66,11 @@ fn table_args<'a>(
             size: n,
             reason: "the power table is not in the form (Shoup's or Montgomery's) this kernel reads",
         }),
+        Some(t) if t.full && !full_ok => {
+            Err(CudaError::Size { op, size: n, reason: "this kernel reads two-level power tables only" })
+        }
         Some(t) if t.capacity() < n => Err(CudaError::Length { op, expected: n, got: t.capacity() }),
-        Some(t) => Ok((&t.lo, &t.hi, t.lo_bits, 1)),
+        Some(t) => Ok((&t.lo, &t.hi, t.lo_bits, if t.full { 2 } else { 1 })),
         None => Ok((&gpu.dummy, &gpu.dummy, 0, 0)),
     }
 }
@@ -67,7 +84,7 @@ pub fn fill_powers(
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
     let n = count("fill_powers", out.len())?;
-    table_args(gpu, "fill_powers", Some(table), out.len(), false)?;
+    table_args(gpu, "fill_powers", Some(table), out.len(), false, false)?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `ntt_fill_powers(Fr* out, const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t n)`;
     // the kernel reads lo[< 2^lo_bits] and hi[< n >> lo_bits], both in range by the capacity check.
@@ -91,8 +108,9 @@ pub fn fill_powers(
 pub enum Factor<'a> {
     /// One constant for every element (a Montgomery product).
     Constant(GpuFr),
-    /// The power `s^i` of a table, `i` the element's index, any constant folded into the table's `hi`
-    /// powers: two products an element, Shoup's for a table in Shoup's form.
+    /// The power `s^i` of a table, `i` the element's index, any constant folded into the table's
+    /// powers: two products an element from a two-level table, one from a full one, Shoup's for a
+    /// table in Shoup's form.
     Powers(&'a PowerTable),
 }
 
@@ -147,7 +165,7 @@ pub fn bit_reverse(
         Factor::Powers(t) => (GpuFr::default(), Some(t)),
     };
     let shoup = table.is_some_and(|t| t.shoup);
-    let (lo, hi, lo_bits, powers) = table_args(gpu, "bit_reverse", table, n, shoup)?;
+    let (lo, hi, lo_bits, powers) = table_args(gpu, "bit_reverse", table, n, shoup, true)?;
     let (function, cfg) = if shoup {
         bit_reversal_launch(log_n, &gpu.ntt.bit_reverse_tiled_shoup, &gpu.ntt.bit_reverse_shoup)
     } else {
@@ -157,8 +175,9 @@ pub fn bit_reverse(
     // SAFETY: the four kernels (plain and tiled, each in Montgomery's form and Shoup's) have the
     // signature `(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t
     // powers, uint32_t scale)`; x has 2^log_n elements (the tiled ones need log_n >= 8 and one block
-    // per middle index); the tables are read only when powers = 1, and then cover n in the form the
-    // kernel reads (checked by table_args).
+    // per middle index); the tables are read only when powers is 1 (two-level) or 2 (full: lo only,
+    // with its quotients from 2^lo_bits in Shoup's form), and then cover n in the form the kernel
+    // reads (checked by table_args and PowerTable::capacity).
     unsafe {
         stream
             .launch_builder(function)
@@ -196,7 +215,7 @@ pub fn bit_reverse_minus(
     expect_len("bit_reverse_minus", n, x.len())?;
     expect_len("bit_reverse_minus", n, sub.len())?;
     count("bit_reverse_minus", n)?;
-    let (lo, hi, lo_bits, _) = table_args(gpu, "bit_reverse_minus", Some(table), n, table.shoup)?;
+    let (lo, hi, lo_bits, _) = table_args(gpu, "bit_reverse_minus", Some(table), n, table.shoup, false)?;
     let (function, cfg) = if table.shoup {
         bit_reversal_launch(log_n, &gpu.ntt.bit_reverse_minus_tiled_shoup, &gpu.ntt.bit_reverse_minus_shoup)
     } else {
@@ -372,7 +391,8 @@ pub fn ntt_pass_turn(
     if k == 0 || k > MAX_PASS_STAGES || k > log_n {
         return Err(CudaError::Size { op: "ntt_pass_turn", size: k as usize, reason: "stages out of range" });
     }
-    let (lo, hi, lo_bits, _) = table_args(gpu, "ntt_pass_turn", Some(coset), n, form == Twiddles::Shoup)?;
+    let (lo, hi, lo_bits, _) =
+        table_args(gpu, "ntt_pass_turn", Some(coset), n, form == Twiddles::Shoup, false)?;
     let tile = 1u32 << k;
     let cfg = LaunchConfig {
         grid_dim: ((n >> k) as u32, 1, 1),
@@ -437,7 +457,7 @@ pub fn scale(
         });
     }
     let rev_bits = if bit_reversed { x.len().trailing_zeros() } else { 0 };
-    let (lo, hi, lo_bits, flag) = table_args(gpu, "scale", powers, x.len(), false)?;
+    let (lo, hi, lo_bits, flag) = table_args(gpu, "scale", powers, x.len(), false, false)?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `ntt_scale(Fr* x, uint32_t n, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits,
     // uint32_t powers, uint32_t rev_bits)`; tables read only when powers = 1 and cover n (bit reversal
