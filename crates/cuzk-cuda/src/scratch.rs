@@ -11,11 +11,11 @@
 //! back to back do not wait on each other (the second one's sort on the side stream would otherwise wait
 //! for the first one's sums on the compute stream to finish reading the same buffer), a shelf hands out
 //! its buffers in turn (first back, first out) and grows to at least [`SPARE`] buffers before it
-//! reuses one. Buffers only the compute stream touches ([`Scratch::take_serial`]: the bucket sums'
+//! reuses one. Buffers only the compute stream touches (`Scratch::take_serial`: the bucket sums'
 //! partials, the batched round's chains) gain nothing from a second one, as the MSMs on that stream
 //! run one after another anyway: their shelves reuse a buffer as soon as it is back.
 //!
-//! A key's MSMs claim the buffers their reserve made ([`Scratch::claim`], counted from their plans);
+//! A key's MSMs claim the buffers their reserve made (`Scratch::claim`, counted from their plans);
 //! when the key goes (its bases dropped), its claims go with it and the free buffers of shelves no
 //! other claim needs are freed, so a daemon that evicts keys does not keep their buffers.
 

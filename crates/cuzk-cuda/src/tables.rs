@@ -342,7 +342,7 @@ impl CudaBackend {
     /// and without a table take [`WITNESS_SORT`] whether or not their batches widen.
     /// Each MSM may take batches of `ceil(kept / 2^j)` points or keep its own; of all these choices
     /// together, the first whose buffers fit wins, counted in the order of
-    /// [`CudaBackend::precompute_tables`] (H's fewest batches before L's, and so on: [`first_fit`]).
+    /// [`CudaBackend::precompute_tables`] (H's fewest batches before L's, and so on: `first_fit`).
     /// Call it before [`CudaBackend::reserve_msm_workspace`]. Returns one line per MSM given larger
     /// batches.
     pub fn widen_batches(

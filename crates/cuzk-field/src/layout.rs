@@ -39,7 +39,7 @@ pub struct DeviceFq {
     pub limbs: [u64; 6],
 }
 
-/// An element `c0 + c1 * u` of Fq2 = Fq[u]/(u^2 + 1).
+/// An element `c0 + c1 * u` of Fq2 = Fq\[u\]/(u^2 + 1).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct DeviceFq2 {

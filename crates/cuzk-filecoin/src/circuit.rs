@@ -1,7 +1,7 @@
 //! Bellpepper circuits as arkworks circuits, so every path of the engine (shape recording,
 //! witness-only synthesis, the pipeline, the daemon) proves them unchanged.
 //!
-//! [`Bellpepper`] runs the bellpepper circuit on a [`Recorder`], a bellpepper constraint system of its
+//! [`Bellpepper`] runs the bellpepper circuit on a `Recorder`, a bellpepper constraint system of its
 //! own, then replays what it recorded into the arkworks constraint system it is given: the inputs in
 //! order (bellpepper's input 0 is arkworks' constant one), the auxiliary variables in order, and, when
 //! that system builds matrices, every constraint with its merged, non-zero terms. Arkworks numbers

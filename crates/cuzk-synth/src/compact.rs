@@ -17,7 +17,7 @@ use crate::{Counts, Density, SynthError};
 /// Words of the bitmaps one task packs the values of.
 const WORDS_PER_BLOCK: usize = 1024;
 
-/// A partition's assignment `z`, compact: see the [module docs](self).
+/// A partition's assignment `z`, compact: see the module's docs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactWitness {
     counts: Counts,

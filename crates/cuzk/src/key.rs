@@ -393,7 +393,7 @@ pub(crate) type DeviceShapes = Arc<Vec<Arc<GpuShape>>>;
 /// A proving key resident in an engine's backend, optionally with the recorded R1CS shape of its
 /// circuit. Cheap to clone; shared by every proof that uses it.
 ///
-/// With a shape, the engine synthesizes partitions witness-only (see [`SynthesisMode`]); without one it
+/// With a shape, the engine synthesizes partitions witness-only (see [`SynthesisMode`](crate::SynthesisMode)); without one it
 /// synthesizes them in full. On GPUs the shape is also made resident beside the bases, so `a`, `b`,
 /// `c` are evaluated there ([`crate::Config::evaluate_on_device`]); an engine that evaluates there
 /// keeps only the shape's counts on the host ([`Key::shape_counts`]), not its matrices.

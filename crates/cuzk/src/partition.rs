@@ -14,7 +14,7 @@ use crate::Error;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SynthesisMode {
     /// The circuit built its own R1CS matrices (`cuzk_synth::synthesize`): the key carries no recorded
-    /// shape, or [`Config::witness_only`] is off.
+    /// shape, or [`Config::witness_only`](crate::Config::witness_only) is off.
     Full,
     /// The circuit only assigned its variables; `a`, `b`, `c` came from the key's recorded shape
     /// (`cuzk_synth::synthesize_witness_only`), always with the satisfaction check.

@@ -29,7 +29,7 @@ use crate::{CudaError, DriverContext, Gpu, GpuAffine};
 /// sums'. A key's own tables and partitions leave what `workspace` counts for its MSMs instead.
 pub(crate) const MSM_RESERVE: usize = 12 << 30;
 
-/// Where [`upload`] keeps bases.
+/// Where `upload` keeps bases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Residency {
     /// Device memory when they fit (with a reserve for the MSM's own buffers), else pinned host memory.
@@ -184,7 +184,7 @@ impl<C: Curve> GpuBases<C> {
     /// follow any other.
     ///
     /// Fails when the bases are in host memory, when `window_bits` is not 2..=24 or `multiples` not
-    /// 1..=ceil(256 / window_bits), or when the table and the MSMs' reserve ([`MSM_RESERVE`]) do not
+    /// 1..=ceil(256 / window_bits), or when the table and the MSMs' reserve (`MSM_RESERVE`) do not
     /// fit in free device memory (the bases are then unchanged).
     pub fn precompute(&mut self, gpu: &Gpu, window_bits: u32, multiples: u32) -> Result<(), CudaError> {
         self.precompute_leaving(gpu, window_bits, multiples, MSM_RESERVE)

@@ -1,7 +1,7 @@
 //! Pippenger multi-scalar multiplication on the device (kernels in `kernels/msm/msm.cu`), by stage:
-//! the [plan](plan) (window width, bucket machinery), the [bases](bases) and where they live, the
-//! [sort](sort) of a batch's digits into buckets, the [bucket sums](buckets) and window reduction, and
-//! the [window combination](window) on the host.
+//! the plan (`plan`: window width, bucket machinery), the bases and where they live (`bases`), the
+//! sort of a batch's digits into buckets (`sort`), the bucket sums and window reduction (`buckets`),
+//! and the window combination on the host (`window`).
 //!
 //! [`msm_start`] is the driver: it cuts a large MSM into batches of at most [`MsmConfig::batch`]
 //! points (or the bases' own batch size, [`GpuBases::set_batch`]). Each batch is sorted on the side
