@@ -78,7 +78,7 @@ __device__ __forceinline__ Fr times_power(const Fr& x, const Fr* lo, const Fr* h
 // or by the power of a full table, lo holding c s^i for every i < 2^lo_bits (one product an element;
 // in Shoup's form the values and then, from 2^lo_bits on, their quotients, as a twiddle table holds
 // them; hi is not read).
-constexpr uint32_t BY_CONSTANT = 0, BY_TWO_LEVEL_TABLE = 1, BY_FULL_TABLE = 2;
+constexpr uint32_t BY_TWO_LEVEL_TABLE = 1, BY_FULL_TABLE = 2;  // and 0 by the constant
 
 // x scaled as a bit reversal scales (`powers`, above; tables in Shoup's form for SH).
 template <bool SH>
@@ -166,12 +166,14 @@ __device__ __forceinline__ void bit_reverse_tiled(Fr* x, const Fr* sub, uint32_t
     const uint32_t m = blockIdx.x, mr = bit_reverse(m, mid_bits);
     if (mr < m) return;
     const uint32_t a_shift = log_n - TILE_LOG;
-    const uint32_t mids[2] = {m, mr};
+    // Tile q holds middle index m (q = 0) or rev(m) (q = 1); chosen by a select rather than read from
+    // an array, which nvcc kept in local memory (a load every iteration).
+    const auto mid = [m, mr](int q) { return q == 0 ? m : mr; };
     for (uint32_t idx = threadIdx.x; idx < TILE * TILE; idx += blockDim.x) {
         const uint32_t a = idx >> TILE_LOG, b = idx & (TILE - 1);
 #pragma unroll
         for (int q = 0; q < 2; q++) {
-            const uint32_t i = (a << a_shift) | (mids[q] << TILE_LOG) | b;
+            const uint32_t i = (a << a_shift) | (mid(q) << TILE_LOG) | b;
             Fr v = x[i];
             if (!MINUS && scale == 1) v = scaled<SH>(v, c, lo, hi, lo_bits, powers, i);
             tile[q][a * TILE_PAD + b] = v;
@@ -180,13 +182,13 @@ __device__ __forceinline__ void bit_reverse_tiled(Fr* x, const Fr* sub, uint32_t
     }
     __syncthreads();
     for (uint32_t idx = threadIdx.x; idx < TILE * TILE; idx += blockDim.x) {
-        // Destination (a2, mids[1 - q], b2) receives source (rev(b2), mids[q], rev(a2)).
+        // Destination (a2, mid(1 - q), b2) receives source (rev(b2), mid(q), rev(a2)).
         const uint32_t a2 = idx >> TILE_LOG, b2 = idx & (TILE - 1);
         const uint32_t src = bit_reverse(b2, TILE_LOG) * TILE_PAD + bit_reverse(a2, TILE_LOG);
 #pragma unroll
         for (int q = 0; q < 2; q++) {
             if (q == 1 && mr == m) break;
-            const uint32_t i = (a2 << a_shift) | (mids[1 - q] << TILE_LOG) | b2;
+            const uint32_t i = (a2 << a_shift) | (mid(1 - q) << TILE_LOG) | b2;
             Fr v = tile[q][src];
             if (MINUS) {
                 v = (times_power<SH>(v, lo, hi, lo_bits, i) - tile[2 + q][src]) * c;
