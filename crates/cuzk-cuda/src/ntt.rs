@@ -50,10 +50,6 @@ fn two_level(s: Fr, count: usize) -> (Vec<GpuFr>, Vec<GpuFr>, u32) {
     (lo, hi, lo_bits)
 }
 
-fn upload_table(gpu: &Gpu, stream: &Arc<CudaStream>, s: Fr, count: usize) -> Result<PowerTable, CudaError> {
-    upload_scaled_table(gpu, stream, s, count, Fr::one(), false)
-}
-
 /// The power table of `c·s^i`: `c` folded into the `hi` powers, so a power still costs one product
 /// (two Shoup products in Shoup's form, [`PowerTable::shoup`]).
 fn upload_scaled_table(
@@ -81,8 +77,35 @@ fn upload_scaled_table(
     Ok(PowerTable { lo: upload(lo)?, hi: upload(hi)?, lo_bits, shoup, full: false })
 }
 
-/// The full power table of `c·s^i`, `i < 2^log_n`, in Shoup's form or Montgomery's: filled on the device
-/// from a two-level table (and put in Shoup's form there, values then quotients).
+/// `c·s^i` for `i < len`, filled on the device from a two-level table; in Shoup's form (`shoup`) the
+/// canonical values of the first half's powers, then their quotients, as twiddle tables and full
+/// power tables hold them.
+fn powers_on_device(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    s: Fr,
+    c: Fr,
+    len: usize,
+    shoup: bool,
+) -> Result<CudaSlice<GpuFr>, CudaError> {
+    let mut out = gpu.zeros::<GpuFr>(stream, len)?;
+    let mut quiet = Probe::default();
+    // Powers over the whole buffer; in Shoup's form the second half is then overwritten by the
+    // quotients of the first.
+    kernels::fill_powers(
+        gpu,
+        stream,
+        &mut out,
+        &upload_scaled_table(gpu, stream, s, len, c, false)?,
+        &mut quiet,
+    )?;
+    if shoup {
+        kernels::shoup_twiddles(gpu, stream, &mut out, &mut quiet)?;
+    }
+    Ok(out)
+}
+
+/// The full power table of `c·s^i`, `i < 2^log_n`, in Shoup's form or Montgomery's.
 fn full_table(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
@@ -91,22 +114,8 @@ fn full_table(
     c: Fr,
     shoup: bool,
 ) -> Result<PowerTable, CudaError> {
-    let n = 1usize << log_n;
-    let len = if shoup { 2 * n } else { n };
-    let mut lo = gpu.zeros::<GpuFr>(stream, len)?;
-    let mut quiet = Probe::default();
-    // Powers over the whole buffer; in Shoup's form the second half is then overwritten by the
-    // quotients of the first.
-    kernels::fill_powers(
-        gpu,
-        stream,
-        &mut lo,
-        &upload_scaled_table(gpu, stream, s, len, c, false)?,
-        &mut quiet,
-    )?;
-    if shoup {
-        kernels::shoup_twiddles(gpu, stream, &mut lo, &mut quiet)?;
-    }
+    let len = if shoup { 2 << log_n } else { 1 << log_n };
+    let lo = powers_on_device(gpu, stream, s, c, len, shoup)?;
     Ok(PowerTable { lo, hi: gpu.zeros::<GpuFr>(stream, 1)?, lo_bits: log_n, shoup, full: true })
 }
 
@@ -176,22 +185,9 @@ impl NttTables {
         let shoup = form == Twiddles::Shoup;
         let n_inv = Fr::from(n as u64).inverse().unwrap_or_default();
         let twiddles = |root: Fr| -> Result<TwiddleTable, CudaError> {
-            // Shoup's table is the powers' values then their quotients: the powers are filled over
-            // the whole table and the second half then overwritten.
             let len = form.table_len(n);
             debug_assert!(len >= half);
-            let mut table = gpu.zeros::<GpuFr>(stream, len)?;
-            let mut quiet = Probe::default();
-            kernels::fill_powers(
-                gpu,
-                stream,
-                &mut table,
-                &upload_table(gpu, stream, root, len)?,
-                &mut quiet,
-            )?;
-            if form == Twiddles::Shoup {
-                kernels::shoup_twiddles(gpu, stream, &mut table, &mut quiet)?;
-            }
+            let table = powers_on_device(gpu, stream, root, Fr::one(), len, shoup)?;
             TwiddleTable { values: table, form, passes: Vec::new(), placement: Default::default() }
                 .with_pass_tables(gpu, stream, log_n, &passes(log_n))
         };
