@@ -119,6 +119,27 @@ fn full_table(
     Ok(PowerTable { lo, hi: gpu.zeros::<GpuFr>(stream, 1)?, lo_bits: log_n, shoup, full: true })
 }
 
+/// The standalone coset transforms' power tables, `g^i` and `g^-i / n` for `i < 2^log_n`, in `form`
+/// (two-level ones in Shoup's form with `shoup`, the twiddles' form).
+fn coset_tables(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    log_n: u32,
+    form: CosetPowers,
+    shoup: bool,
+) -> Result<[PowerTable; 2], CudaError> {
+    let n = 1usize << log_n;
+    let g = Fr::GENERATOR;
+    let g_inv = g.inverse().unwrap_or_default();
+    let n_inv = Fr::from(n as u64).inverse().unwrap_or_default();
+    let table = |s: Fr, c: Fr| match form {
+        CosetPowers::TwoLevel => upload_scaled_table(gpu, stream, s, n, c, shoup),
+        CosetPowers::Full => full_table(gpu, stream, s, log_n, c, false),
+        CosetPowers::FullShoup => full_table(gpu, stream, s, log_n, c, true),
+    };
+    Ok([table(g, Fr::one())?, table(g_inv, n_inv)?])
+}
+
 /// The power tables by which the standalone coset transforms' bit reversals scale (`g^i` forward,
 /// `g^-i / n` inverse; the witness map has tables of its own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -191,12 +212,13 @@ impl NttTables {
             TwiddleTable { values: table, form, passes: Vec::new(), placement: Default::default() }
                 .with_pass_tables(gpu, stream, log_n, &passes(log_n))
         };
+        let [coset, coset_inverse] = coset_tables(gpu, stream, log_n, CosetPowers::TwoLevel, shoup)?;
         Ok(Self {
             log_n,
             forward: twiddles(omega)?,
             inverse: twiddles(omega_inv)?,
-            coset: upload_scaled_table(gpu, stream, g, n, Fr::one(), shoup)?,
-            coset_inverse: upload_scaled_table(gpu, stream, g_inv, n, n_inv, shoup)?,
+            coset,
+            coset_inverse,
             coset_over_n: upload_scaled_table(gpu, stream, g, n, n_inv, shoup)?,
             minus_powers: upload_scaled_table(gpu, stream, g_inv, n, Fr::one(), shoup)?,
             coset_form: CosetPowers::TwoLevel,
@@ -232,26 +254,8 @@ impl NttTables {
         if form == self.coset_form {
             return Ok(self);
         }
-        let n = 1usize << self.log_n;
-        let g = Fr::GENERATOR;
-        let g_inv = g.inverse().unwrap_or_default();
-        let n_inv = Fr::from(n as u64).inverse().unwrap_or_default();
-        let (coset, coset_inverse) = match form {
-            CosetPowers::TwoLevel => {
-                let shoup = self.forward.form() == Twiddles::Shoup;
-                (
-                    upload_scaled_table(gpu, stream, g, n, Fr::one(), shoup)?,
-                    upload_scaled_table(gpu, stream, g_inv, n, n_inv, shoup)?,
-                )
-            }
-            CosetPowers::Full | CosetPowers::FullShoup => {
-                let shoup = form == CosetPowers::FullShoup;
-                (
-                    full_table(gpu, stream, g, self.log_n, Fr::one(), shoup)?,
-                    full_table(gpu, stream, g_inv, self.log_n, n_inv, shoup)?,
-                )
-            }
-        };
+        let shoup = self.forward.form() == Twiddles::Shoup;
+        let [coset, coset_inverse] = coset_tables(gpu, stream, self.log_n, form, shoup)?;
         Ok(Self { coset, coset_inverse, coset_form: form, ..self })
     }
 
