@@ -75,20 +75,29 @@ __device__ __forceinline__ Fr times_power(const Fr& x, const Fr* lo, const Fr* h
 
 // How a bit reversal scales (its `powers` argument): by the constant c, by the power s^i of a
 // two-level table (a constant factor folded into the table's hi powers, so two products an element),
-// or by the power of a full table, lo holding c s^i for every i < 2^lo_bits (one product an element;
-// in Shoup's form the values and then, from 2^lo_bits on, their quotients, as a twiddle table holds
-// them; hi is not read).
+// or by the power of a full table, one product an element: lo holds c s^i for every index i (in
+// Shoup's form the values and then their quotients, as a twiddle table holds them; hi is not read).
+// A full table may leave out `fold_bits` bits of the index from bit `fold_low` up, whose powers the
+// twiddles of the transform's middle passes carry (see full_index): it then holds 2^(lo_bits -
+// fold_bits) powers, for the indices with those bits clear.
 constexpr uint32_t BY_TWO_LEVEL_TABLE = 1, BY_FULL_TABLE = 2;  // and 0 by the constant
+
+// The entry of a full table (above) for index i: its bits below fold_low, and those from fold_low +
+// fold_bits up moved down next to them.
+__device__ __forceinline__ uint32_t full_index(uint32_t i, uint32_t fold_low, uint32_t fold_bits) {
+    return ((i >> (fold_low + fold_bits)) << fold_low) | (i & ((1u << fold_low) - 1));
+}
 
 // x scaled as a bit reversal scales (`powers`, above; tables in Shoup's form for SH).
 template <bool SH>
 __device__ __forceinline__ Fr scaled(const Fr& x, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t powers,
-                                     uint32_t i) {
+                                     uint32_t i, uint32_t fold_low, uint32_t fold_bits) {
     if (powers == BY_FULL_TABLE) {
+        const uint32_t at = full_index(i, fold_low, fold_bits);
         if constexpr (SH) {
-            return x.mul_shoup(lo[i], lo[(1u << lo_bits) + i]);
+            return x.mul_shoup(lo[at], lo[(1u << (lo_bits - fold_bits)) + at]);
         } else {
-            return x * lo[i];
+            return x * lo[at];
         }
     }
     return powers == BY_TWO_LEVEL_TABLE ? times_power<SH>(x, lo, hi, lo_bits, i) : x * c;
@@ -98,7 +107,8 @@ __device__ __forceinline__ Fr scaled(const Fr& x, Fr c, const Fr* lo, const Fr* 
 // `scale` 1 each element is scaled by its index before the move, with `scale` 2 by its index after it.
 template <bool SH>
 __device__ __forceinline__ void bit_reverse_plain(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
-                                                  uint32_t lo_bits, uint32_t powers, uint32_t scale) {
+                                                  uint32_t lo_bits, uint32_t powers, uint32_t scale, uint32_t fold_low,
+                                                  uint32_t fold_bits) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (1u << log_n)) return;
     const uint32_t j = bit_reverse(i, log_n);
@@ -111,41 +121,46 @@ __device__ __forceinline__ void bit_reverse_plain(Fr* x, uint32_t log_n, Fr c, c
     }
     // x[i] receives xj and x[j] receives xi, each scaled by its source or its destination index.
     const bool by_source = scale == 1;
-    x[i] = scaled<SH>(xj, c, lo, hi, lo_bits, powers, by_source ? j : i);
-    if (j != i) x[j] = scaled<SH>(xi, c, lo, hi, lo_bits, powers, by_source ? i : j);
+    x[i] = scaled<SH>(xj, c, lo, hi, lo_bits, powers, by_source ? j : i, fold_low, fold_bits);
+    if (j != i) x[j] = scaled<SH>(xi, c, lo, hi, lo_bits, powers, by_source ? i : j, fold_low, fold_bits);
 }
 
 extern "C" __global__ void ntt_bit_reverse(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits,
-                                           uint32_t powers, uint32_t scale) {
-    bit_reverse_plain<false>(x, log_n, c, lo, hi, lo_bits, powers, scale);
+                                           uint32_t powers, uint32_t scale, uint32_t fold_low, uint32_t fold_bits) {
+    bit_reverse_plain<false>(x, log_n, c, lo, hi, lo_bits, powers, scale, fold_low, fold_bits);
 }
 extern "C" __global__ void ntt_bit_reverse_shoup(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
-                                                 uint32_t lo_bits, uint32_t powers, uint32_t scale) {
-    bit_reverse_plain<true>(x, log_n, c, lo, hi, lo_bits, powers, scale);
+                                                 uint32_t lo_bits, uint32_t powers, uint32_t scale, uint32_t fold_low,
+                                                 uint32_t fold_bits) {
+    bit_reverse_plain<true>(x, log_n, c, lo, hi, lo_bits, powers, scale, fold_low, fold_bits);
 }
 
 // The witness map's last step: the in-place bit reversal of x that also subtracts a second vector held
-// in the same bit-reversed order, x[k] = (x[rev(k)] * s^k - sub[rev(k)]) * c for every k (s from its
-// two-level power table, in Shoup's form for the *_shoup kernels); sub is left as it was.
+// in the same bit-reversed order, x[k] = (x[rev(k)] * s^k - sub[rev(k)]) * c for every k (s^k from
+// its power table as `scaled` reads it, `powers` 1 or 2, in Shoup's form for the *_shoup kernels);
+// sub is left as it was.
 template <bool SH>
 __device__ __forceinline__ void bit_reverse_minus(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr* lo,
-                                                  const Fr* hi, uint32_t lo_bits) {
+                                                  const Fr* hi, uint32_t lo_bits, uint32_t powers, uint32_t fold_low,
+                                                  uint32_t fold_bits) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (1u << log_n)) return;
     const uint32_t j = bit_reverse(i, log_n);
     if (j < i) return;
     const Fr xi = x[i], xj = x[j], si = sub[i], sj = sub[j];
-    x[i] = (times_power<SH>(xj, lo, hi, lo_bits, i) - sj) * c;
-    if (j != i) x[j] = (times_power<SH>(xi, lo, hi, lo_bits, j) - si) * c;
+    x[i] = (scaled<SH>(xj, c, lo, hi, lo_bits, powers, i, fold_low, fold_bits) - sj) * c;
+    if (j != i) x[j] = (scaled<SH>(xi, c, lo, hi, lo_bits, powers, j, fold_low, fold_bits) - si) * c;
 }
 
 extern "C" __global__ void ntt_bit_reverse_minus(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr* lo,
-                                                 const Fr* hi, uint32_t lo_bits) {
-    bit_reverse_minus<false>(x, sub, log_n, c, lo, hi, lo_bits);
+                                                 const Fr* hi, uint32_t lo_bits, uint32_t powers, uint32_t fold_low,
+                                                 uint32_t fold_bits) {
+    bit_reverse_minus<false>(x, sub, log_n, c, lo, hi, lo_bits, powers, fold_low, fold_bits);
 }
 extern "C" __global__ void ntt_bit_reverse_minus_shoup(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr* lo,
-                                                       const Fr* hi, uint32_t lo_bits) {
-    bit_reverse_minus<true>(x, sub, log_n, c, lo, hi, lo_bits);
+                                                       const Fr* hi, uint32_t lo_bits, uint32_t powers,
+                                                       uint32_t fold_low, uint32_t fold_bits) {
+    bit_reverse_minus<true>(x, sub, log_n, c, lo, hi, lo_bits, powers, fold_low, fold_bits);
 }
 
 // The bit-reversal permutation (with the same optional scaling as ntt_bit_reverse, in Shoup's form for
@@ -159,7 +174,8 @@ constexpr uint32_t TILE = 16, TILE_LOG = 4, TILE_PAD = TILE + 1;
 
 template <bool MINUS, bool SH = false>
 __device__ __forceinline__ void bit_reverse_tiled(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr* lo,
-                                                  const Fr* hi, uint32_t lo_bits, uint32_t powers, uint32_t scale) {
+                                                  const Fr* hi, uint32_t lo_bits, uint32_t powers, uint32_t scale,
+                                                  uint32_t fold_low, uint32_t fold_bits) {
     // Tiles 0 and 1 hold x's two tiles, 2 and 3 sub's.
     __shared__ Fr tile[MINUS ? 4 : 2][TILE * TILE_PAD];
     const uint32_t mid_bits = log_n - 2 * TILE_LOG;
@@ -175,7 +191,7 @@ __device__ __forceinline__ void bit_reverse_tiled(Fr* x, const Fr* sub, uint32_t
         for (int q = 0; q < 2; q++) {
             const uint32_t i = (a << a_shift) | (mid(q) << TILE_LOG) | b;
             Fr v = x[i];
-            if (!MINUS && scale == 1) v = scaled<SH>(v, c, lo, hi, lo_bits, powers, i);
+            if (!MINUS && scale == 1) v = scaled<SH>(v, c, lo, hi, lo_bits, powers, i, fold_low, fold_bits);
             tile[q][a * TILE_PAD + b] = v;
             if (MINUS) tile[2 + q][a * TILE_PAD + b] = sub[i];
         }
@@ -191,9 +207,9 @@ __device__ __forceinline__ void bit_reverse_tiled(Fr* x, const Fr* sub, uint32_t
             const uint32_t i = (a2 << a_shift) | (mid(1 - q) << TILE_LOG) | b2;
             Fr v = tile[q][src];
             if (MINUS) {
-                v = (times_power<SH>(v, lo, hi, lo_bits, i) - tile[2 + q][src]) * c;
+                v = (scaled<SH>(v, c, lo, hi, lo_bits, powers, i, fold_low, fold_bits) - tile[2 + q][src]) * c;
             } else if (scale == 2) {
-                v = scaled<SH>(v, c, lo, hi, lo_bits, powers, i);
+                v = scaled<SH>(v, c, lo, hi, lo_bits, powers, i, fold_low, fold_bits);
             }
             x[i] = v;
         }
@@ -201,21 +217,25 @@ __device__ __forceinline__ void bit_reverse_tiled(Fr* x, const Fr* sub, uint32_t
 }
 
 extern "C" __global__ void ntt_bit_reverse_tiled(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
-                                                 uint32_t lo_bits, uint32_t powers, uint32_t scale) {
-    bit_reverse_tiled<false>(x, nullptr, log_n, c, lo, hi, lo_bits, powers, scale);
+                                                 uint32_t lo_bits, uint32_t powers, uint32_t scale, uint32_t fold_low,
+                                                 uint32_t fold_bits) {
+    bit_reverse_tiled<false>(x, nullptr, log_n, c, lo, hi, lo_bits, powers, scale, fold_low, fold_bits);
 }
 extern "C" __global__ void ntt_bit_reverse_tiled_shoup(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi,
-                                                       uint32_t lo_bits, uint32_t powers, uint32_t scale) {
-    bit_reverse_tiled<false, true>(x, nullptr, log_n, c, lo, hi, lo_bits, powers, scale);
+                                                       uint32_t lo_bits, uint32_t powers, uint32_t scale,
+                                                       uint32_t fold_low, uint32_t fold_bits) {
+    bit_reverse_tiled<false, true>(x, nullptr, log_n, c, lo, hi, lo_bits, powers, scale, fold_low, fold_bits);
 }
 
 extern "C" __global__ void ntt_bit_reverse_minus_tiled(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr* lo,
-                                                       const Fr* hi, uint32_t lo_bits) {
-    bit_reverse_tiled<true>(x, sub, log_n, c, lo, hi, lo_bits, 1, 2);
+                                                       const Fr* hi, uint32_t lo_bits, uint32_t powers,
+                                                       uint32_t fold_low, uint32_t fold_bits) {
+    bit_reverse_tiled<true>(x, sub, log_n, c, lo, hi, lo_bits, powers, 2, fold_low, fold_bits);
 }
 extern "C" __global__ void ntt_bit_reverse_minus_tiled_shoup(Fr* x, const Fr* sub, uint32_t log_n, Fr c,
-                                                             const Fr* lo, const Fr* hi, uint32_t lo_bits) {
-    bit_reverse_tiled<true, true>(x, sub, log_n, c, lo, hi, lo_bits, 1, 2);
+                                                             const Fr* lo, const Fr* hi, uint32_t lo_bits,
+                                                             uint32_t powers, uint32_t fold_low, uint32_t fold_bits) {
+    bit_reverse_tiled<true, true>(x, sub, log_n, c, lo, hi, lo_bits, powers, 2, fold_low, fold_bits);
 }
 
 // Field elements in shared memory as two arrays of 16-byte halves. Threads of a warp that read
@@ -366,9 +386,14 @@ __device__ __forceinline__ Twiddles load_twiddles(Fr* at, const Fr* tw, uint32_t
 // uses, entry g M + i holding what shared index i holds in load_twiddles, read from tw (w^i, i < n/2,
 // then with `shoup` their quotients, which go to 2^(s0-c) M + g M + i). Worth its memory where
 // blocks share their twiddles: a middle pass (s0 + k < log_n), whose 2^(s0-c) groups each serve
-// 2^(log_n-s0-k) blocks.
+// 2^(log_n-s0-k) blocks. With `folded` set, each twiddle of stage t is multiplied by factors[t]
+// (Montgomery form, one a stage of the pass; not read otherwise), and with `shoup` its quotient is computed afresh:
+// the twiddles of a coset transform that carry part of its coset powers (see full_index). Stage s of
+// a transform decimated in time multiplies by its twiddles exactly the elements whose input index has
+// bit log_n-1-s set, and in frequency the outputs with that bit set: a factor f^(2^(log_n-1-s)) on
+// every twiddle of stage s scales element i by f^i's share of that bit.
 extern "C" __global__ void ntt_pass_twiddles(Fr* out, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
-                                             uint32_t c, uint32_t shoup) {
+                                             uint32_t c, uint32_t shoup, const Fr* factors, uint32_t folded) {
     const uint32_t cols = 1u << c;
     const uint32_t m = (1u << (k + c)) - cols;
     const uint32_t total = (1u << (s0 - c)) * m;
@@ -379,6 +404,13 @@ extern "C" __global__ void ntt_pass_twiddles(Fr* out, const Fr* tw, uint32_t log
     const uint32_t t = 31 - __clz(j);
     const uint32_t pos = j - (1u << t);
     const uint32_t from = twiddle_index(log_n, s0, t, pos, (g << c) + (i & (cols - 1)));
+    if (folded) {
+        // Montgomery's product of a canonical value and a Montgomery one is canonical.
+        const Fr w = tw[from] * factors[t];
+        out[e] = w;
+        if (shoup) out[total + e] = w.shoup_quotient();
+        return;
+    }
     out[e] = tw[from];
     if (shoup) out[total + e] = tw[(1u << (log_n - 1)) + from];
 }
@@ -534,14 +566,18 @@ NTT_PASS(ntt_pass_times_shoup, SHOUP, true, true)
 // The witness map's turn from interpolation to evaluation on the coset, on each block of 2^k
 // consecutive elements: the last pass of an inverse transform decimated in frequency (stages k-1 .. 0,
 // twiddles itw), the scaling of the coefficient held at index i by c * s^rev(i) (rev over log_n bits:
-// the coefficients are in bit-reversed order; the constant c is folded into the table's hi powers,
-// so an element costs two multiplications; with SHOUP the table is in Shoup's form, as
-// times_power_shoup reads it), and the first pass of a forward transform decimated in
+// the coefficients are in bit-reversed order), and the first pass of a forward transform decimated in
 // time (stages 0 .. k-1, twiddles tw). The same as ntt_pass (dif), ntt_scale (bit-reversed) and
-// ntt_pass (dit) with s0 = 0, in one trip through global memory.
+// ntt_pass (dit) with s0 = 0, in one trip through global memory. The powers come from a two-level
+// table (`powers` 1: the constant c folded into its hi powers, two products an element) or from a
+// full one (`powers` 2, one product an element), which leaves out the index bits fold_low ..
+// fold_low + fold_bits when the inverse transform's middle passes carried their powers (full_index);
+// with SHOUP the table is in Shoup's form (a two-level one as times_power_shoup reads it, a full one
+// as `scaled` does).
 template <int U>
 __device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
-                                          const Fr* lo, const Fr* hi, uint32_t lo_bits) {
+                                          const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t powers,
+                                          uint32_t fold_low, uint32_t fold_bits) {
     extern __shared__ Fr sh[];
     const uint32_t size = 1u << k;
     const Tile data = Tile::at(sh, size);
@@ -551,11 +587,19 @@ __device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, ui
     __syncthreads();
     run_stages<U, true>(data, itws, 0, k, 0, 1);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
-        const uint32_t e = bit_reverse((uint32_t)base + i, log_n), mask = (1u << lo_bits) - 1;
-        if constexpr (U == SHOUP) {
-            // Both products lazy: the stages take and give elements below 2p.
+        const uint32_t e = bit_reverse((uint32_t)base + i, log_n);
+        // Both Shoup products lazy: the stages take and give elements below 2p.
+        if (powers == BY_FULL_TABLE) {
+            const uint32_t at = full_index(e, fold_low, fold_bits);
+            if constexpr (U == SHOUP) {
+                data.set(i, data.get(i).mul_shoup_lazy(lo[at], lo[(1u << (lo_bits - fold_bits)) + at]));
+            } else {
+                data.set(i, mul<U>(data.get(i), lo[at]));
+            }
+        } else if constexpr (U == SHOUP) {
             data.set(i, times_power_shoup<true>(data.get(i), lo, hi, lo_bits, e));
         } else {
+            const uint32_t mask = (1u << lo_bits) - 1;
             data.set(i, mul<U>(data.get(i), mul<U>(hi[e >> lo_bits], lo[e & mask])));
         }
     }
@@ -565,22 +609,16 @@ __device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, ui
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) x[base + i] = stored<U>(data.get(i));
 }
 
-extern "C" __global__ void ntt_pass_turn(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
-                                        const Fr* lo, const Fr* hi, uint32_t lo_bits) {
-    pass_turn<0>(x, itw, tw, log_n, k, lo, hi, lo_bits);
-}
-extern "C" __global__ void ntt_pass_turn_fp64(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
-                                             const Fr* lo, const Fr* hi, uint32_t lo_bits) {
-    pass_turn<1>(x, itw, tw, log_n, k, lo, hi, lo_bits);
-}
-extern "C" __global__ void ntt_pass_turn_mixed(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
-                                              const Fr* lo, const Fr* hi, uint32_t lo_bits) {
-    pass_turn<2>(x, itw, tw, log_n, k, lo, hi, lo_bits);
-}
-extern "C" __global__ void ntt_pass_turn_shoup(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
-                                              const Fr* lo, const Fr* hi, uint32_t lo_bits) {
-    pass_turn<SHOUP>(x, itw, tw, log_n, k, lo, hi, lo_bits);
-}
+#define NTT_PASS_TURN(name, U)                                                                                    \
+    extern "C" __global__ void name(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k, const Fr* lo, \
+                                    const Fr* hi, uint32_t lo_bits, uint32_t powers, uint32_t fold_low,          \
+                                    uint32_t fold_bits) {                                                         \
+        pass_turn<U>(x, itw, tw, log_n, k, lo, hi, lo_bits, powers, fold_low, fold_bits);                         \
+    }
+NTT_PASS_TURN(ntt_pass_turn, 0)
+NTT_PASS_TURN(ntt_pass_turn_fp64, 1)
+NTT_PASS_TURN(ntt_pass_turn_mixed, 2)
+NTT_PASS_TURN(ntt_pass_turn_shoup, SHOUP)
 
 // A twiddle table for the *_shoup passes from a Montgomery one: for i < half, table[i] (Montgomery
 // form) becomes its canonical value and table[half + i] that value's Shoup quotient

@@ -49,6 +49,7 @@ fn time_pass(
             s,
             x,
             t.twiddles(false),
+            None,
             t.log_n(),
             s0,
             k,
@@ -127,13 +128,19 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
 }
 
 /// The standalone coset NTT and its inverse with each form of their power tables (`CosetPowers`),
-/// Shoup's twiddles, alternating twice in one process; every form's outputs must equal the
-/// two-level tables'.
+/// Shoup's twiddles, alternating twice in one process, and the witness map with each (its own tables
+/// folded with the folded forms); every form's outputs must equal the two-level tables'.
 fn coset_powers_side_by_side(b: &CudaBackend, log_n: u32, host: &[GpuFr]) -> Result<(), CudaError> {
     let gpu = b.gpu();
     let s = gpu.compute_stream();
-    let forms = [ntt::CosetPowers::TwoLevel, ntt::CosetPowers::Full, ntt::CosetPowers::FullShoup];
-    let mut reference: Option<[Vec<GpuFr>; 2]> = None;
+    let forms = [
+        ntt::CosetPowers::TwoLevel,
+        ntt::CosetPowers::Full,
+        ntt::CosetPowers::FullShoup,
+        ntt::CosetPowers::Folded,
+        ntt::CosetPowers::FoldedShoup,
+    ];
+    let mut reference: Option<[Vec<GpuFr>; 3]> = None;
     for round in 1..=2 {
         for form in forms {
             let t = ntt::NttTables::with_twiddles(gpu, s, log_n, Twiddles::Shoup)?
@@ -153,13 +160,22 @@ fn coset_powers_side_by_side(b: &CudaBackend, log_n: u32, host: &[GpuFr]) -> Res
                 kernels::bit_reverse(gpu, s, &mut x, log_n, scale, &mut Probe::default())
             })?;
             line += &format!(", its bit reversal {scaled:.3} ms");
-            let [forward, inverse]: [Vec<GpuFr>; 2] = outputs.try_into().expect("two transforms");
+            // The witness map (its tables folded with the folded forms, two-level otherwise).
+            let zinv = Fr::from(5u64);
+            let (mut a, mut bb, mut c) = (gpu.upload(s, host)?, gpu.upload(s, host)?, gpu.upload(s, host)?);
+            ntt::witness_map(gpu, s, &t, &mut a, &mut bb, &mut c, zinv, &mut Probe::default())?;
+            outputs.push(gpu.download(s, &a)?);
+            let wm = time(b, || {
+                ntt::witness_map(gpu, s, &t, &mut a, &mut bb, &mut c, zinv, &mut Probe::default())
+            })?;
+            line += &format!(", witness map {wm:.3} ms");
+            let [forward, inverse, witness]: [Vec<GpuFr>; 3] = outputs.try_into().expect("three outputs");
             match &reference {
-                None => reference = Some([forward, inverse]),
-                Some([f, i]) => {
+                None => reference = Some([forward, inverse, witness]),
+                Some([f, i, w]) => {
                     assert!(
-                        *f == forward && *i == inverse,
-                        "2^{log_n}: coset transforms with {form:?} differ from the two-level tables'"
+                        *f == forward && *i == inverse && *w == witness,
+                        "2^{log_n}: coset transforms or the witness map with {form:?} differ from the two-level tables'"
                     );
                     line += "; outputs equal the two-level tables'";
                 }

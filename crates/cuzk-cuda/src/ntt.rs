@@ -4,8 +4,9 @@
 //! time, in passes of at most 9 stages, each pass one launch working in shared memory. Inverse: the
 //! stages decimated in frequency with inverse twiddles (natural in, bit-reversed out), then a bit
 //! reversal that scales by `1/n` (times `g^-i` for a coset) on the way. A coset's powers come from a
-//! two-level table with `1/n` folded in, two products an element (Shoup's with Shoup's twiddles), or
-//! from a full table ([`CosetPowers`]), one product an element.
+//! two-level table with `1/n` folded in, two products an element (Shoup's with Shoup's twiddles), from
+//! a full table, one product an element, or from a small full table of the index bits that the
+//! middle passes' twiddles do not carry ([`CosetPowers`]).
 //!
 //! [`witness_map`] chains the two decimations so that the bit-reversed intermediate results are
 //! never permuted: of its six transforms only the last pays for a bit reversal.
@@ -19,7 +20,7 @@ use cuzk_field::{DeviceFr, DeviceRepr};
 use cuzk_groth16::NttKind;
 
 use crate::kernels::{
-    self, Decimation, Factor, MulUnits, PowerTable, ScaleAt, TwiddlePlacement, TwiddleTable, Twiddles,
+    self, Decimation, Factor, Fold, MulUnits, PowerTable, ScaleAt, TwiddlePlacement, TwiddleTable, Twiddles,
     MAX_PASS_STAGES,
 };
 use crate::profile::Probe;
@@ -74,7 +75,7 @@ fn upload_scaled_table(
         kernels::shoup_pairs(gpu, stream, &mut pairs, &mut Probe::default())?;
         Ok(pairs)
     };
-    Ok(PowerTable { lo: upload(lo)?, hi: upload(hi)?, lo_bits, shoup, full: false })
+    Ok(PowerTable { lo: upload(lo)?, hi: upload(hi)?, lo_bits, shoup, full: false, fold: Fold::default() })
 }
 
 /// `c·s^i` for `i < len`, filled on the device from a two-level table; in Shoup's form (`shoup`) the
@@ -116,7 +117,59 @@ fn full_table(
 ) -> Result<PowerTable, CudaError> {
     let len = if shoup { 2 << log_n } else { 1 << log_n };
     let lo = powers_on_device(gpu, stream, s, c, len, shoup)?;
-    Ok(PowerTable { lo, hi: gpu.zeros::<GpuFr>(stream, 1)?, lo_bits: log_n, shoup, full: true })
+    Ok(PowerTable {
+        lo,
+        hi: gpu.zeros::<GpuFr>(stream, 1)?,
+        lo_bits: log_n,
+        shoup,
+        full: true,
+        fold: Fold::default(),
+    })
+}
+
+/// `c·s^i` at entry `fold.index(i)` for the indices `i < 2^log_n` without `fold`'s bits, the
+/// values of a full table that leaves them out ([`PowerTable::fold`]).
+fn folded_powers(s: Fr, c: Fr, log_n: u32, fold: Fold) -> Vec<Fr> {
+    let (low, high) = (1usize << fold.low, 1usize << (log_n - fold.low - fold.bits));
+    let step = s.pow([1u64 << (fold.low + fold.bits)]);
+    let lows: Vec<Fr> = std::iter::successors(Some(Fr::one()), |x| Some(*x * s)).take(low).collect();
+    let mut out = Vec::with_capacity(low * high);
+    let mut top = c;
+    for _ in 0..high {
+        out.extend(lows.iter().map(|l| top * l));
+        top *= step;
+    }
+    out
+}
+
+/// The full power table of `c·s^i`, `i < 2^log_n`, without the bits of `fold` (see
+/// [`folded_powers`]), computed here and uploaded; in Shoup's form the canonical values, then their
+/// quotients (computed on the device).
+fn folded_table(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    s: Fr,
+    log_n: u32,
+    c: Fr,
+    fold: Fold,
+    shoup: bool,
+) -> Result<PowerTable, CudaError> {
+    let mut values: Vec<GpuFr> = folded_powers(s, c, log_n, fold).iter().map(gpu_fr).collect();
+    let entries = values.len();
+    if shoup {
+        values.resize(2 * entries, GpuFr::default());
+    }
+    let mut lo = gpu.upload(stream, &values)?;
+    if shoup {
+        kernels::shoup_twiddles(gpu, stream, &mut lo, &mut Probe::default())?;
+    }
+    Ok(PowerTable { lo, hi: gpu.zeros::<GpuFr>(stream, 1)?, lo_bits: log_n, shoup, full: true, fold })
+}
+
+/// The coset's generator `g` (ark-poly's `Fr::GENERATOR`) and its inverse.
+fn coset_bases() -> [Fr; 2] {
+    let g = Fr::GENERATOR;
+    [g, g.inverse().unwrap_or_default()]
 }
 
 /// The standalone coset transforms' power tables, `g^i` and `g^-i / n` for `i < 2^log_n`, in `form`
@@ -129,19 +182,48 @@ fn coset_tables(
     shoup: bool,
 ) -> Result<[PowerTable; 2], CudaError> {
     let n = 1usize << log_n;
-    let g = Fr::GENERATOR;
-    let g_inv = g.inverse().unwrap_or_default();
+    let [g, g_inv] = coset_bases();
     let n_inv = Fr::from(n as u64).inverse().unwrap_or_default();
+    let fold = Fold::of_middle_passes(log_n, &passes(log_n));
     let table = |s: Fr, c: Fr| match form {
         CosetPowers::TwoLevel => upload_scaled_table(gpu, stream, s, n, c, shoup),
         CosetPowers::Full => full_table(gpu, stream, s, log_n, c, false),
         CosetPowers::FullShoup => full_table(gpu, stream, s, log_n, c, true),
+        CosetPowers::Folded => folded_table(gpu, stream, s, log_n, c, fold, false),
+        CosetPowers::FoldedShoup => folded_table(gpu, stream, s, log_n, c, fold, true),
     };
     Ok([table(g, Fr::one())?, table(g_inv, n_inv)?])
 }
 
+/// The witness map's power tables, `g^i / n` for its turns and `g^-i` for its last step, in Shoup's
+/// form with `shoup` (the twiddles' form): two-level, or with `folded` full tables of the index bits
+/// that the middle passes of the interpolations before them do not carry ([`CosetPowers::folds`]).
+fn witness_tables(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    log_n: u32,
+    folded: bool,
+    shoup: bool,
+) -> Result<[PowerTable; 2], CudaError> {
+    let n = 1usize << log_n;
+    let [g, g_inv] = coset_bases();
+    let n_inv = Fr::from(n as u64).inverse().unwrap_or_default();
+    if folded {
+        let fold = Fold::of_middle_passes(log_n, &passes(log_n));
+        return Ok([
+            folded_table(gpu, stream, g, log_n, n_inv, fold, shoup)?,
+            folded_table(gpu, stream, g_inv, log_n, Fr::one(), fold, shoup)?,
+        ]);
+    }
+    Ok([
+        upload_scaled_table(gpu, stream, g, n, n_inv, shoup)?,
+        upload_scaled_table(gpu, stream, g_inv, n, Fr::one(), shoup)?,
+    ])
+}
+
 /// The power tables by which the standalone coset transforms' bit reversals scale (`g^i` forward,
-/// `g^-i / n` inverse; the witness map has tables of its own).
+/// `g^-i / n` inverse). The witness map has tables of its own: two-level ones, or with the folded
+/// forms folded ones too ([`witness_map`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CosetPowers {
     /// Two-level tables of about `2·sqrt(n)` powers, two products an element (Shoup's when the
@@ -154,6 +236,23 @@ pub enum CosetPowers {
     /// Full tables in Shoup's form, one Shoup product an element: twice [`CosetPowers::Full`]'s
     /// memory and reads.
     FullShoup,
+    /// The middle passes' twiddles carry the powers of the index bits they cover
+    /// ([`Fold::of_middle_passes`]; own tables of those passes with the coset's powers in them,
+    /// [`TwiddleTable::with_folded_pass_tables`]), and the bit reversal scales by the power of the
+    /// other bits from a full table of those alone, one Montgomery product an element:
+    /// `2^(k_first + k_last)` elements a direction (2 MiB at 2^24, 8 MiB at 2^27), and three more
+    /// middle-pass tables (a forward one, two inverse: 4.2 MB each at 2^24 with Shoup's twiddles). With
+    /// fewer than three passes (below 2^19) nothing is folded and the tables are full ones.
+    Folded,
+    /// [`CosetPowers::Folded`] with its table in Shoup's form, one Shoup product an element.
+    FoldedShoup,
+}
+
+impl CosetPowers {
+    /// Whether the middle passes carry part of the coset's powers.
+    pub fn folds(self) -> bool {
+        matches!(self, Self::Folded | Self::FoldedShoup)
+    }
 }
 
 /// Twiddles and coset powers for one size, resident on the device.
@@ -201,8 +300,6 @@ impl NttTables {
             reason: "no root of unity of this order",
         })?;
         let omega_inv = omega.inverse().unwrap_or_default();
-        let g = Fr::GENERATOR;
-        let g_inv = g.inverse().unwrap_or_default();
         let shoup = form == Twiddles::Shoup;
         let n_inv = Fr::from(n as u64).inverse().unwrap_or_default();
         let twiddles = |root: Fr| -> Result<TwiddleTable, CudaError> {
@@ -213,14 +310,15 @@ impl NttTables {
                 .with_pass_tables(gpu, stream, log_n, &passes(log_n))
         };
         let [coset, coset_inverse] = coset_tables(gpu, stream, log_n, CosetPowers::TwoLevel, shoup)?;
+        let [coset_over_n, minus_powers] = witness_tables(gpu, stream, log_n, false, shoup)?;
         Ok(Self {
             log_n,
             forward: twiddles(omega)?,
             inverse: twiddles(omega_inv)?,
             coset,
             coset_inverse,
-            coset_over_n: upload_scaled_table(gpu, stream, g, n, n_inv, shoup)?,
-            minus_powers: upload_scaled_table(gpu, stream, g_inv, n, Fr::one(), shoup)?,
+            coset_over_n,
+            minus_powers,
             coset_form: CosetPowers::TwoLevel,
             n_inv: gpu_fr(&n_inv),
             units: MulUnits::Integer,
@@ -255,8 +353,29 @@ impl NttTables {
             return Ok(self);
         }
         let shoup = self.forward.form() == Twiddles::Shoup;
-        let [coset, coset_inverse] = coset_tables(gpu, stream, self.log_n, form, shoup)?;
-        Ok(Self { coset, coset_inverse, coset_form: form, ..self })
+        let log_n = self.log_n;
+        let [coset, coset_inverse] = coset_tables(gpu, stream, log_n, form, shoup)?;
+        let [coset_over_n, minus_powers] = witness_tables(gpu, stream, log_n, form.folds(), shoup)?;
+        let (mut forward, mut inverse) = (self.forward, self.inverse);
+        if form.folds() {
+            let all = passes(log_n);
+            let [g, g_inv] = coset_bases();
+            forward = forward.with_folded_pass_tables(gpu, stream, log_n, &all, g)?;
+            // The witness map's interpolations before its turn carry g's powers, that of a·b and the
+            // standalone coset interpolation g^-1's.
+            inverse = inverse.with_folded_pass_tables(gpu, stream, log_n, &all, g)?;
+            inverse = inverse.with_folded_pass_tables(gpu, stream, log_n, &all, g_inv)?;
+        }
+        Ok(Self {
+            forward,
+            inverse,
+            coset,
+            coset_inverse,
+            coset_over_n,
+            minus_powers,
+            coset_form: form,
+            ..self
+        })
     }
 
     /// The form of the standalone coset transforms' power tables.
@@ -317,13 +436,16 @@ fn check_len(op: &'static str, tables: &NttTables, x: &CudaSlice<GpuFr>) -> Resu
     }
 }
 
-/// All stages of a transform of `x` with twiddles `tw` (one of `tables`'), in the given decimation.
+/// All stages of a transform of `x` with twiddles `tw` (one of `tables`'), in the given decimation;
+/// with `fold`, the middle passes carry powers of it ([`kernels::ntt_pass`]).
+#[allow(clippy::too_many_arguments)]
 fn stages(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
     tables: &NttTables,
     x: &mut CudaSlice<GpuFr>,
     tw: &TwiddleTable,
+    fold: Option<Fr>,
     decimation: Decimation,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
@@ -333,7 +455,7 @@ fn stages(
         p.reverse();
     }
     for (s0, k) in p {
-        kernels::ntt_pass(gpu, stream, x, tw, log_n, s0, k, decimation, tables.units, probe)?;
+        kernels::ntt_pass(gpu, stream, x, tw, fold, log_n, s0, k, decimation, tables.units, probe)?;
     }
     Ok(())
 }
@@ -364,15 +486,20 @@ pub fn ntt_probed(
         // A single element: every transform in ark-poly's conventions is the identity.
         return Ok(());
     }
+    // The middle passes of a coset transform carry part of its powers when its tables say so.
+    let [g, g_inv] = coset_bases();
+    let coset = matches!(kind, NttKind::CosetForward | NttKind::CosetInverse);
+    let fold = |base: Fr| (tables.coset_form.folds() && coset).then_some(base);
     match kind {
         NttKind::Forward | NttKind::CosetForward => {
             let pre =
                 (kind == NttKind::CosetForward).then_some(ScaleAt::Source(Factor::Powers(&tables.coset)));
             kernels::bit_reverse(gpu, stream, x, log_n, pre, probe)?;
-            stages(gpu, stream, tables, x, tables.twiddles(false), Decimation::Time, probe)
+            stages(gpu, stream, tables, x, tables.twiddles(false), fold(g), Decimation::Time, probe)
         }
         NttKind::Inverse | NttKind::CosetInverse => {
-            stages(gpu, stream, tables, x, tables.twiddles(true), Decimation::Frequency, probe)?;
+            let tw = tables.twiddles(true);
+            stages(gpu, stream, tables, x, tw, fold(g_inv), Decimation::Frequency, probe)?;
             let factor = match kind {
                 NttKind::CosetInverse => Factor::Powers(&tables.coset_inverse),
                 _ => Factor::Constant(tables.n_inv),
@@ -400,8 +527,11 @@ pub fn ntt_probed(
 /// bit-reversed). Then `a·b` on the coset, formed as the first pass of its interpolation loads `a`
 /// and `b` ([`kernels::ntt_pass_times`]), that interpolation with decimation in frequency (`S_k`,
 /// bit-reversed, `n·g^k` times its coefficients), and a last bit reversal that writes
-/// `h_k = (S_k·g^-k − T_k)·z_inv / n` ([`kernels::bit_reverse_minus`]). Each kernel is timed into
-/// `probe` when it is enabled.
+/// `h_k = (S_k·g^-k − T_k)·z_inv / n` ([`kernels::bit_reverse_minus`]). With folded coset powers
+/// ([`CosetPowers::folds`]) the middle passes of the interpolations of `a` and `b` carry the powers
+/// `g^k` of their coefficients' middle index bits and those of `Â·B̂`'s the powers `g^-k`, so that the
+/// turn and the last step multiply once an element by a small full table where a two-level one takes
+/// two products. Each kernel is timed into `probe` when it is enabled.
 #[allow(clippy::too_many_arguments)]
 pub fn witness_map(
     gpu: &Gpu,
@@ -418,6 +548,11 @@ pub fn witness_map(
     }
     let log_n = tables.log_n;
     let all = passes(log_n);
+    // With folded coset powers the middle passes of the interpolations of a and b carry g's powers
+    // of their coefficients' middle index bits, and those of a·b's g^-1's (the tables then leave
+    // those bits out).
+    let [g, g_inv] = coset_bases();
+    let fold = |base: Fr| tables.coset_form.folds().then_some(base);
     for x in [&mut *a, &mut *b] {
         // With one element (no passes) both transforms are the identity and g^0 / n = 1.
         if let Some((&(_, k0), rest)) = all.split_first() {
@@ -427,6 +562,7 @@ pub fn witness_map(
                     stream,
                     x,
                     tables.twiddles(true),
+                    fold(g),
                     log_n,
                     s0,
                     k,
@@ -453,6 +589,7 @@ pub fn witness_map(
                     stream,
                     x,
                     tables.twiddles(false),
+                    None,
                     log_n,
                     s0,
                     k,
@@ -463,12 +600,13 @@ pub fn witness_map(
             }
         }
     }
-    stages(gpu, stream, tables, c, tables.twiddles(true), Decimation::Frequency, probe)?;
+    stages(gpu, stream, tables, c, tables.twiddles(true), None, Decimation::Frequency, probe)?;
     // a·b on the coset, formed as the first pass of its interpolation loads a and b.
     let mut times = Some(&*b);
     for &(s0, k) in all.iter().rev() {
         let (tw, units, dif) = (tables.twiddles(true), tables.units, Decimation::Frequency);
-        kernels::ntt_pass_times(gpu, stream, a, times.take(), tw, log_n, s0, k, dif, units, probe)?;
+        let fold = fold(g_inv);
+        kernels::ntt_pass_times(gpu, stream, a, times.take(), tw, fold, log_n, s0, k, dif, units, probe)?;
     }
     if let Some(b) = times {
         kernels::pointwise_mul(gpu, stream, a, b, probe)?;
@@ -516,6 +654,93 @@ mod tests {
             let h: Vec<Fr> = ab.0.iter().zip(&cc.0).map(|(p, c)| (*p - c) * z_inv).collect();
             assert_eq!(h, ta.0, "2^{log_n}");
         }
+    }
+
+    /// A radix-2 model of the device's stages on the host: decimation in time (`dif` false: `u ± v·w`)
+    /// or in frequency (`u + v`, `(u − v)·w`), stage `s`'s twiddles `w^p` times `factor(s)`.
+    fn model_stages(y: &mut [Fr], log_n: u32, w: Fr, dif: bool, factor: &dyn Fn(u32) -> Fr) {
+        let order: Vec<u32> = if dif { (0..log_n).rev().collect() } else { (0..log_n).collect() };
+        for s in order {
+            let half = 1usize << s;
+            let step = w.pow([1u64 << (log_n - 1 - s)]);
+            for g in (0..y.len()).step_by(2 * half) {
+                let mut tw = factor(s);
+                for p in 0..half {
+                    let (u, v) = (y[g + p], y[g + p + half]);
+                    if dif {
+                        (y[g + p], y[g + p + half]) = (u + v, (u - v) * tw);
+                    } else {
+                        (y[g + p], y[g + p + half]) = (u + v * tw, u - v * tw);
+                    }
+                    tw *= step;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn coset_powers_folded_into_the_middle_passes_give_the_coset_transforms() {
+        // The device's folded coset transforms, modelled on the host for splits into passes of any
+        // shape: the middle passes' twiddles times `stage_factors`, the bit reversal's scaling by
+        // `folded_powers` at `Fold::index`; against the CPU backend's (ark-poly's) coset transforms.
+        use crate::kernels::stage_factors;
+        use ark_std::UniformRand;
+        use cuzk_groth16::{CpuBackend, PolyBackend};
+        let rev = |i: usize, bits: u32| if bits == 0 { 0 } else { i.reverse_bits() >> (usize::BITS - bits) };
+        let mut rng = ark_std::test_rng();
+        let splits: [&[(u32, u32)]; 5] = [
+            &[(0, 3), (3, 4), (7, 3)],
+            &[(0, 2), (2, 2), (4, 2), (6, 3)],
+            &[(0, 1), (1, 1), (2, 1)],
+            &[(0, 4), (4, 5)],
+            &[(0, 5)],
+        ];
+        for split in splits {
+            let log_n = split.iter().map(|p| p.1).sum::<u32>();
+            let n = 1usize << log_n;
+            let fold = Fold::of_middle_passes(log_n, split);
+            assert_eq!(fold.bits == 0, split.len() < 3);
+            let omega = cuzk_field::constants::root_of_unity(log_n).unwrap();
+            let [g, g_inv] = coset_bases();
+            let n_inv = Fr::from(n as u64).inverse().unwrap();
+            // Stage s's factor: its middle pass's, 1 outside the middle passes.
+            let factor = |base: Fr| {
+                move |s: u32| {
+                    split
+                        .iter()
+                        .filter(|&&(s0, k)| s0 > 0 && s0 + k < log_n && (s0..s0 + k).contains(&s))
+                        .map(|&(s0, k)| {
+                            stage_factors(base, log_n, s0, k)[(s - s0) as usize].0.to_ark_unchecked()
+                        })
+                        .next()
+                        .unwrap_or(Fr::one())
+                }
+            };
+            let x: Vec<Fr> = (0..n).map(|_| Fr::rand(&mut rng)).collect();
+            let oracle = |kind| {
+                let mut p = CpuBackend.poly_from_host(&x, n).unwrap();
+                CpuBackend.ntt(&mut [&mut p], kind).unwrap();
+                p.0
+            };
+
+            let table = folded_powers(g, Fr::one(), log_n, fold);
+            assert_eq!(table.len(), n >> fold.bits);
+            let mut y: Vec<Fr> =
+                (0..n).map(|j| x[rev(j, log_n)] * table[fold.index(rev(j, log_n))]).collect();
+            model_stages(&mut y, log_n, omega, false, &factor(g));
+            assert_eq!(y, oracle(NttKind::CosetForward), "forward, passes {split:?}");
+
+            let table = folded_powers(g_inv, n_inv, log_n, fold);
+            let mut y = x.clone();
+            model_stages(&mut y, log_n, omega.inverse().unwrap(), true, &factor(g_inv));
+            let y: Vec<Fr> = (0..n).map(|i| y[rev(i, log_n)] * table[fold.index(i)]).collect();
+            assert_eq!(y, oracle(NttKind::CosetInverse), "inverse, passes {split:?}");
+        }
+        // The device's splits: 2^24 folds bits 8..16, 2^27 bits 9..18, 2^28 (four passes) 7..21.
+        assert_eq!(Fold::of_middle_passes(24, &passes(24)), Fold { low: 8, bits: 8 });
+        assert_eq!(Fold::of_middle_passes(27, &passes(27)), Fold { low: 9, bits: 9 });
+        assert_eq!(Fold::of_middle_passes(28, &passes(28)), Fold { low: 7, bits: 14 });
+        assert_eq!(Fold::of_middle_passes(18, &passes(18)), Fold::default());
     }
 
     #[test]

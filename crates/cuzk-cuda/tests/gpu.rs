@@ -347,6 +347,25 @@ fn ntt_passes_with_their_twiddles_placed_otherwise_match_ark_poly_and_the_cpu_wi
     }
 }
 
+/// Every transform and the witness map with tables whose coset powers take each of `forms`, under
+/// either twiddle form, at each of `sizes` (log2), against ark-poly and the CPU backend.
+fn check_coset_forms(gpu: &CudaBackend, forms: &[cuzk_cuda::ntt::CosetPowers], sizes: &[u32], seed: &str) {
+    let (g, s) = (gpu.gpu(), gpu.gpu().compute_stream());
+    let mut rng = seeded_rng(seed);
+    for form in [kernels::Twiddles::Montgomery, kernels::Twiddles::Shoup] {
+        for &coset in forms {
+            for &log_n in sizes {
+                let t = cuzk_cuda::ntt::NttTables::with_twiddles(g, s, log_n, form)
+                    .unwrap()
+                    .with_coset_powers(g, s, coset)
+                    .unwrap();
+                assert_eq!(t.coset_form(), coset);
+                check_ntts_against_the_cpu(gpu, &t, &format!("{form:?} {coset:?}"), &mut rng);
+            }
+        }
+    }
+}
+
 #[test]
 fn coset_ntts_scaling_by_full_power_tables_match_ark_poly_and_the_cpu_witness_map() {
     // The standalone coset transforms with full power tables (one product an element, Montgomery's
@@ -354,20 +373,9 @@ fn coset_ntts_scaling_by_full_power_tables_match_ark_poly_and_the_cpu_witness_ma
     // tables only refuse a full one.
     let gpu = backend();
     let (g, s) = (gpu.gpu(), gpu.gpu().compute_stream());
-    let mut rng = seeded_rng("ntt_full_coset");
     use cuzk_cuda::ntt::CosetPowers;
-    for form in [kernels::Twiddles::Montgomery, kernels::Twiddles::Shoup] {
-        for coset in [CosetPowers::Full, CosetPowers::FullShoup] {
-            for log_n in (1u32..=12).chain([17, 21]) {
-                let t = cuzk_cuda::ntt::NttTables::with_twiddles(g, s, log_n, form)
-                    .unwrap()
-                    .with_coset_powers(g, s, coset)
-                    .unwrap();
-                assert_eq!(t.coset_form(), coset);
-                check_ntts_against_the_cpu(&gpu, &t, &format!("{form:?} {coset:?}"), &mut rng);
-            }
-        }
-    }
+    let sizes: Vec<u32> = (1u32..=12).chain([17, 21]).collect();
+    check_coset_forms(&gpu, &[CosetPowers::Full, CosetPowers::FullShoup], &sizes, "ntt_full_coset");
     let t =
         cuzk_cuda::ntt::NttTables::new(g, s, 10).unwrap().with_coset_powers(g, s, CosetPowers::Full).unwrap();
     let mut x = g.zeros::<GpuFr>(s, 1 << 10).unwrap();
@@ -375,6 +383,40 @@ fn coset_ntts_scaling_by_full_power_tables_match_ark_poly_and_the_cpu_witness_ma
     let err = kernels::scale(g, s, &mut x, one, Some(t.coset_powers(false)), false, &mut Default::default())
         .expect_err("scale reads two-level tables only");
     assert!(err.to_string().contains("two-level"), "{err}");
+}
+
+#[test]
+fn coset_ntts_with_powers_folded_into_the_middle_passes_match_ark_poly_and_the_cpu_witness_map() {
+    // The standalone coset transforms whose middle passes carry the powers of the index bits they
+    // cover (from 2^19, three passes), the bit reversal scaling by a small table of the others, in
+    // Montgomery's or Shoup's form, under either twiddle form, and the witness map folded the same
+    // way (its turns and last step by small full tables); below 2^19 the tables are full ones.
+    // A middle pass asked to carry a coset's powers it has no table for is refused.
+    let gpu = backend();
+    let (g, s) = (gpu.gpu(), gpu.gpu().compute_stream());
+    use cuzk_cuda::ntt::CosetPowers;
+    let (forms, sizes) =
+        ([CosetPowers::Folded, CosetPowers::FoldedShoup], [1u32, 2, 5, 9, 10, 18, 19, 20, 21, 24]);
+    check_coset_forms(&gpu, &forms, &sizes, "ntt_folded_coset");
+    let log_n = 19;
+    let t = cuzk_cuda::ntt::NttTables::new(g, s, log_n).unwrap();
+    let (s0, k) = cuzk_cuda::ntt::passes(log_n)[1];
+    let mut x = g.zeros::<GpuFr>(s, 1 << log_n).unwrap();
+    let err = kernels::ntt_pass(
+        g,
+        s,
+        &mut x,
+        t.twiddles(false),
+        Some(Fr::from(7u64)),
+        log_n,
+        s0,
+        k,
+        kernels::Decimation::Time,
+        kernels::MulUnits::Integer,
+        &mut Default::default(),
+    )
+    .expect_err("no folded table for this pass");
+    assert!(err.to_string().contains("coset powers"), "{err}");
 }
 
 #[test]

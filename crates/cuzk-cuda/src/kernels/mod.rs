@@ -24,8 +24,10 @@ pub use field::{
 };
 pub use ntt::{
     bit_reverse, bit_reverse_minus, fill_powers, ntt_pass, ntt_pass_times, ntt_pass_turn, pointwise_mul,
-    quotient, scale, Decimation, Factor, PowerTable, ScaleAt, MAX_PASS_STAGES,
+    quotient, scale, Decimation, Factor, Fold, PowerTable, ScaleAt, MAX_PASS_STAGES,
 };
+#[cfg(test)]
+pub(crate) use twiddles::stage_factors;
 pub use twiddles::{shoup_pairs, shoup_twiddles, TwiddlePlacement, TwiddleTable, Twiddles};
 
 /// Which units a kernel's field multiplications use: the NTT passes' (`kernels/ntt/ntt.cu`), G1's

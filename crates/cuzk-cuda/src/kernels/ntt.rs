@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use ark_bls12_381::Fr;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::twiddles::{check_twiddles, pass_columns, TwiddleTable, Twiddles};
@@ -12,7 +13,7 @@ use crate::profile::Probe;
 use crate::{CudaError, DriverContext, Gpu, GpuFr};
 
 /// A power table on the device: two-level, `s^i = hi[i >> lo_bits] * lo[i & (2^lo_bits - 1)]`, or
-/// full (`full`), `s^i = lo[i]` for every `i < 2^lo_bits`.
+/// full (`full`), `s^i = lo[fold.index(i)]` for every `i < 2^lo_bits` (`lo[i]` without a fold).
 #[derive(Debug)]
 pub struct PowerTable {
     /// `s^j` for `j < 2^lo_bits`.
@@ -29,8 +30,46 @@ pub struct PowerTable {
     pub shoup: bool,
     /// A full table: one product an element where a two-level table takes two, for `2^lo_bits`
     /// elements on the device (twice that in Shoup's form) where a two-level one holds about
-    /// `2^(lo_bits/2 + 1)`. Only the bit reversals ([`bit_reverse`]) read full tables.
+    /// `2^(lo_bits/2 + 1)`. Only the bit reversals ([`bit_reverse`], [`bit_reverse_minus`]) and the
+    /// witness map's turn ([`ntt_pass_turn`]) read full tables.
     pub full: bool,
+    /// The index bits a full table leaves out, their powers carried by the transform's middle passes
+    /// ([`TwiddleTable::with_folded_pass_tables`]): `2^(lo_bits − fold.bits)` entries. None for
+    /// two-level tables.
+    pub fold: Fold,
+}
+
+/// Bits `low .. low + bits` of a power's index, which a full [`PowerTable`] leaves out: their powers
+/// come from the twiddles of a coset transform's middle passes instead, and the table holds only the
+/// powers of the indices without them, entry [`Fold::index`]`(i)` for index `i`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Fold {
+    /// The lowest bit left out.
+    pub low: u32,
+    /// How many bits are left out (0: none).
+    pub bits: u32,
+}
+
+impl Fold {
+    /// The bits that the middle passes of a transform of `2^log_n` elements in `passes` (`(s0, k)`
+    /// from stage 0 up, as [`crate::ntt::passes`] gives them) cover: stage `s` multiplies by its
+    /// twiddles the elements whose index has bit `log_n − 1 − s` set, so the stages from the end of
+    /// the first pass to the start of the last cover bits `k_last .. log_n − k_first`. None with
+    /// fewer than three passes.
+    pub fn of_middle_passes(log_n: u32, passes: &[(u32, u32)]) -> Self {
+        match (passes.first(), passes.last()) {
+            (Some(&(_, first)), Some(&(_, last))) if passes.len() >= 3 => {
+                Self { low: last, bits: log_n - first - last }
+            }
+            _ => Self::default(),
+        }
+    }
+
+    /// The entry of index `i` in a table with these bits left out: `i`'s bits below `low`, and
+    /// those from `low + bits` up moved down next to them (`full_index` in `kernels/ntt/ntt.cu`).
+    pub fn index(self, i: usize) -> usize {
+        ((i >> (self.low + self.bits)) << self.low) | (i & ((1usize << self.low) - 1))
+    }
 }
 
 impl PowerTable {
@@ -38,20 +77,22 @@ impl PowerTable {
     pub fn capacity(&self) -> usize {
         let per = if self.shoup { 2 } else { 1 };
         if self.full {
-            // The quotients of a full table in Shoup's form start at 2^lo_bits.
-            return if self.lo.len() >= per << self.lo_bits { 1 << self.lo_bits } else { 0 };
+            // The quotients of a full table in Shoup's form start after its 2^(lo_bits - fold.bits)
+            // values.
+            let entries = 1usize << self.lo_bits.saturating_sub(self.fold.bits);
+            return if self.lo.len() >= per * entries { 1 << self.lo_bits } else { 0 };
         }
         (self.hi.len() / per) << self.lo_bits
     }
 }
 
-/// `(lo, hi, lo_bits, use)`: a power table's kernel arguments.
-type TableArgs<'a> = (&'a CudaSlice<GpuFr>, &'a CudaSlice<GpuFr>, u32, u32);
+/// `(lo, hi, lo_bits, use, fold)`: a power table's kernel arguments.
+type TableArgs<'a> = (&'a CudaSlice<GpuFr>, &'a CudaSlice<GpuFr>, u32, u32, Fold);
 
 /// The kernel arguments for an optional power table covering `n` powers, in Shoup's form or not as
 /// `shoup` says, full only where the kernel takes full tables (`full_ok`): `(lo, hi, lo_bits, use)`,
-/// with a dummy buffer (never read, `use = 0`) when there is no table, and `use` 1 for a two-level
-/// table, 2 for a full one (the kernels' BY_TWO_LEVEL_TABLE and BY_FULL_TABLE).
+/// `fold`, with a dummy buffer (never read, `use = 0`) when there is no table, and `use` 1 for a
+/// two-level table, 2 for a full one (the kernels' BY_TWO_LEVEL_TABLE and BY_FULL_TABLE).
 fn table_args<'a>(
     gpu: &'a Gpu,
     op: &'static str,
@@ -70,8 +111,16 @@ fn table_args<'a>(
             Err(CudaError::Size { op, size: n, reason: "this kernel reads two-level power tables only" })
         }
         Some(t) if t.capacity() < n => Err(CudaError::Length { op, expected: n, got: t.capacity() }),
-        Some(t) => Ok((&t.lo, &t.hi, t.lo_bits, if t.full { 2 } else { 1 })),
-        None => Ok((&gpu.dummy, &gpu.dummy, 0, 0)),
+        Some(t) if !t.full && t.fold != Fold::default() => Err(CudaError::Size {
+            op,
+            size: n,
+            reason: "a two-level power table cannot leave index bits out",
+        }),
+        Some(t) if t.fold.low + t.fold.bits > t.lo_bits => {
+            Err(CudaError::Size { op, size: n, reason: "the power table leaves out bits beyond its indices" })
+        }
+        Some(t) => Ok((&t.lo, &t.hi, t.lo_bits, if t.full { 2 } else { 1 }, t.fold)),
+        None => Ok((&gpu.dummy, &gpu.dummy, 0, 0, Fold::default())),
     }
 }
 
@@ -165,7 +214,7 @@ pub fn bit_reverse(
         Factor::Powers(t) => (GpuFr::default(), Some(t)),
     };
     let shoup = table.is_some_and(|t| t.shoup);
-    let (lo, hi, lo_bits, powers) = table_args(gpu, "bit_reverse", table, n, shoup, true)?;
+    let (lo, hi, lo_bits, powers, fold) = table_args(gpu, "bit_reverse", table, n, shoup, true)?;
     let (function, cfg) = if shoup {
         bit_reversal_launch(log_n, &gpu.ntt.bit_reverse_tiled_shoup, &gpu.ntt.bit_reverse_shoup)
     } else {
@@ -174,10 +223,11 @@ pub fn bit_reverse(
     probe.before(gpu, stream)?;
     // SAFETY: the four kernels (plain and tiled, each in Montgomery's form and Shoup's) have the
     // signature `(Fr* x, uint32_t log_n, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t
-    // powers, uint32_t scale)`; x has 2^log_n elements (the tiled ones need log_n >= 8 and one block
-    // per middle index); the tables are read only when powers is 1 (two-level) or 2 (full: lo only,
-    // with its quotients from 2^lo_bits in Shoup's form), and then cover n in the form the kernel
-    // reads (checked by table_args and PowerTable::capacity).
+    // powers, uint32_t scale, uint32_t fold_low, uint32_t fold_bits)`; x has 2^log_n elements (the
+    // tiled ones need log_n >= 8 and one block per middle index); the tables are read only when
+    // powers is 1 (two-level) or 2 (full: lo only, at entries below 2^(lo_bits - fold_bits) with
+    // fold_low + fold_bits <= lo_bits, and their quotients after them in Shoup's form), and then
+    // cover n in the form the kernel reads (checked by table_args and PowerTable::capacity).
     unsafe {
         stream
             .launch_builder(function)
@@ -189,6 +239,8 @@ pub fn bit_reverse(
             .arg(&lo_bits)
             .arg(&powers)
             .arg(&mode)
+            .arg(&fold.low)
+            .arg(&fold.bits)
             .launch(cfg)
     }
     .during("ntt_bit_reverse")?;
@@ -198,8 +250,9 @@ pub fn bit_reverse(
 
 /// The witness map's last step: the in-place bit reversal of `x` (length `2^log_n`) that subtracts
 /// `sub`, held in the same bit-reversed order, on the way: `x[k] = (x[rev k]·s^k − sub[rev k])·c` for
-/// every `k`, `s` given by `table` (which must cover `2^log_n` powers; in Shoup's form, its products
-/// by `s^k` are Shoup's). `sub` is not changed.
+/// every `k`, `s` given by `table` (which must cover `2^log_n` powers; two-level or full, the latter
+/// possibly leaving out the bits its [`Fold`] names; in Shoup's form, its products by `s^k` are
+/// Shoup's). `sub` is not changed.
 #[allow(clippy::too_many_arguments)]
 pub fn bit_reverse_minus(
     gpu: &Gpu,
@@ -215,16 +268,19 @@ pub fn bit_reverse_minus(
     expect_len("bit_reverse_minus", n, x.len())?;
     expect_len("bit_reverse_minus", n, sub.len())?;
     count("bit_reverse_minus", n)?;
-    let (lo, hi, lo_bits, _) = table_args(gpu, "bit_reverse_minus", Some(table), n, table.shoup, false)?;
+    let (lo, hi, lo_bits, powers, fold) =
+        table_args(gpu, "bit_reverse_minus", Some(table), n, table.shoup, true)?;
     let (function, cfg) = if table.shoup {
         bit_reversal_launch(log_n, &gpu.ntt.bit_reverse_minus_tiled_shoup, &gpu.ntt.bit_reverse_minus_shoup)
     } else {
         bit_reversal_launch(log_n, &gpu.ntt.bit_reverse_minus_tiled, &gpu.ntt.bit_reverse_minus)
     };
     probe.before(gpu, stream)?;
-    // SAFETY: both kernels have the signature `(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const Fr*
-    // lo, const Fr* hi, uint32_t lo_bits)`; x and sub have 2^log_n elements (the tiled one needs log_n
-    // >= 8 and one block per middle index), and the table covers n powers.
+    // SAFETY: the four kernels have the signature `(Fr* x, const Fr* sub, uint32_t log_n, Fr c, const
+    // Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t powers, uint32_t fold_low, uint32_t fold_bits)`;
+    // x and sub have 2^log_n elements (the tiled ones need log_n >= 8 and one block per middle index),
+    // and the table (two-level, powers 1, or full, powers 2, as `bit_reverse` reads it) covers n
+    // powers in the form the kernel reads.
     unsafe {
         stream
             .launch_builder(function)
@@ -235,6 +291,9 @@ pub fn bit_reverse_minus(
             .arg(lo)
             .arg(hi)
             .arg(&lo_bits)
+            .arg(&powers)
+            .arg(&fold.low)
+            .arg(&fold.bits)
             .launch(cfg)
     }
     .during("ntt_bit_reverse_minus")?;
@@ -258,12 +317,18 @@ pub enum Decimation {
 /// passes over strided columns still read and write runs of consecutive elements; its shared
 /// memory holds the `2^(k+c)` elements and as many twiddles (64 KiB at most). A pass from stage 0
 /// runs as `ntt_pass_first`, whose stage 1 skips the products by a twiddle of 1 (a quarter of them).
+///
+/// With `fold`, a middle pass (`0 < s0`, `s0 + k < log_n`) multiplies by its own table's twiddles
+/// with powers of `fold` in them ([`TwiddleTable::with_folded_pass_tables`]; an error if `tw` has
+/// none): the share of a coset's powers that the bits of [`Fold::of_middle_passes`] give. First and
+/// last passes carry none, whatever `fold` says.
 #[allow(clippy::too_many_arguments)]
 pub fn ntt_pass(
     gpu: &Gpu,
     stream: &Arc<CudaStream>,
     x: &mut CudaSlice<GpuFr>,
     tw: &TwiddleTable,
+    fold: Option<Fr>,
     log_n: u32,
     s0: u32,
     k: u32,
@@ -271,7 +336,7 @@ pub fn ntt_pass(
     units: MulUnits,
     probe: &mut Probe,
 ) -> Result<(), CudaError> {
-    ntt_pass_times(gpu, stream, x, None, tw, log_n, s0, k, decimation, units, probe)
+    ntt_pass_times(gpu, stream, x, None, tw, fold, log_n, s0, k, decimation, units, probe)
 }
 
 /// [`ntt_pass`] on `x ∘ y` when `y` is given: each element of `x` is multiplied by `y`'s at the same
@@ -284,6 +349,7 @@ pub fn ntt_pass_times(
     x: &mut CudaSlice<GpuFr>,
     y: Option<&CudaSlice<GpuFr>>,
     tw: &TwiddleTable,
+    fold: Option<Fr>,
     log_n: u32,
     s0: u32,
     k: u32,
@@ -317,9 +383,18 @@ pub fn ntt_pass_times(
         });
     }
     let dif = u32::from(decimation == Decimation::Frequency);
-    let (table, own) = match tw.pass_table(s0, k) {
-        Some(own) => (own, 1u32),
-        None => (&tw.values, 0),
+    let middle = s0 > 0 && s0 + k < log_n;
+    let fold = fold.filter(|_| middle);
+    let (table, own) = match (tw.pass_table(s0, k, fold), fold) {
+        (Some(own), _) => (own, 1u32),
+        (None, None) => (&tw.values, 0),
+        (None, Some(_)) => {
+            return Err(CudaError::Size {
+                op: "ntt_pass",
+                size: n,
+                reason: "no table of this middle pass carries the coset powers asked for",
+            })
+        }
     };
     let kind = form.kernel(units);
     let (function, y) = match y {
@@ -359,7 +434,9 @@ pub fn ntt_pass_times(
 /// The witness map's turn from interpolation to coset evaluation: on each block of `2^k` consecutive
 /// elements of `x` (length `2^log_n`), stages `k − 1 .. 0` of an inverse transform decimated in
 /// frequency (twiddles `itw`), the coefficient at (bit-reversed) index `i` scaled by `s^rev(i)` from
-/// `coset` (whose `hi` powers carry any constant factor), and stages `0 .. k` of a forward transform
+/// `coset` (a two-level table, whose `hi` powers carry any constant factor, or a full one, which may
+/// leave out the bits of its [`Fold`] when the inverse's middle passes carried their powers), and
+/// stages `0 .. k` of a forward transform
 /// decimated in time (twiddles `tw`): the same as [`ntt_pass`] (frequency), [`scale`] (bit-reversed)
 /// and [`ntt_pass`] (time) from stage 0, in one trip through device memory.
 #[allow(clippy::too_many_arguments)]
@@ -391,8 +468,8 @@ pub fn ntt_pass_turn(
     if k == 0 || k > MAX_PASS_STAGES || k > log_n {
         return Err(CudaError::Size { op: "ntt_pass_turn", size: k as usize, reason: "stages out of range" });
     }
-    let (lo, hi, lo_bits, _) =
-        table_args(gpu, "ntt_pass_turn", Some(coset), n, form == Twiddles::Shoup, false)?;
+    let (lo, hi, lo_bits, powers, fold) =
+        table_args(gpu, "ntt_pass_turn", Some(coset), n, form == Twiddles::Shoup, true)?;
     let tile = 1u32 << k;
     let cfg = LaunchConfig {
         grid_dim: ((n >> k) as u32, 1, 1),
@@ -400,11 +477,13 @@ pub fn ntt_pass_turn(
         shared_mem_bytes: form.shared_bytes(tile, 0, k),
     };
     probe.before(gpu, stream)?;
-    // SAFETY: matches `ntt_pass_turn(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
-    // const Fr* lo, const Fr* hi, uint32_t lo_bits)`; block b touches elements b 2^k .. (b + 1) 2^k,
-    // below n; twiddle indices are below n/2 (with Shoup's form, quotients' below n), within the
-    // tables (checked above), and the power table covers n; the shared memory is 2^k elements plus
-    // fewer twiddles (and quotients), within what the function is configured for.
+    // SAFETY: matches `ntt_pass_turn*(Fr* x, const Fr* itw, const Fr* tw, uint32_t log_n, uint32_t k,
+    // const Fr* lo, const Fr* hi, uint32_t lo_bits, uint32_t powers, uint32_t fold_low, uint32_t
+    // fold_bits)`; block b touches elements b 2^k .. (b + 1) 2^k, below n; twiddle indices are below
+    // n/2 (with Shoup's form, quotients' below n), within the tables (checked above), and the power
+    // table (two-level, powers 1, or full, powers 2) covers n in the form the kernel reads; the shared
+    // memory is 2^k elements plus fewer twiddles (and quotients), within what the function is
+    // configured for.
     unsafe {
         stream
             .launch_builder(&gpu.ntt.pass_turn[form.kernel(units)])
@@ -416,6 +495,9 @@ pub fn ntt_pass_turn(
             .arg(lo)
             .arg(hi)
             .arg(&lo_bits)
+            .arg(&powers)
+            .arg(&fold.low)
+            .arg(&fold.bits)
             .launch(cfg)
     }
     .during("ntt_pass_turn")?;
@@ -457,7 +539,7 @@ pub fn scale(
         });
     }
     let rev_bits = if bit_reversed { x.len().trailing_zeros() } else { 0 };
-    let (lo, hi, lo_bits, flag) = table_args(gpu, "scale", powers, x.len(), false, false)?;
+    let (lo, hi, lo_bits, flag, _) = table_args(gpu, "scale", powers, x.len(), false, false)?;
     probe.before(gpu, stream)?;
     // SAFETY: matches `ntt_scale(Fr* x, uint32_t n, Fr c, const Fr* lo, const Fr* hi, uint32_t lo_bits,
     // uint32_t powers, uint32_t rev_bits)`; tables read only when powers = 1 and cover n (bit reversal

@@ -4,7 +4,10 @@
 
 use std::sync::Arc;
 
+use ark_bls12_381::Fr;
+use ark_ff::Field;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
+use cuzk_field::{DeviceFr, DeviceRepr};
 
 use super::ntt::{MAX_PASS_STAGES, TILE_BITS};
 use super::{count, elementwise, MulUnits};
@@ -77,10 +80,13 @@ pub struct TwiddleTable {
 /// The twiddles of one pass (stages `s0 .. s0 + k`) in the order its blocks hold them
 /// (`ntt_pass_twiddles` in `kernels/ntt/ntt.cu`): a block's are one run of consecutive elements, where
 /// in the transform's table a column's twiddles of one stage lie `2^(log2 n − 1 − s0 − t)` apart.
+/// With `fold`, the twiddles of stage `s` carry the factor `fold^(2^(log2 n − 1 − s))`
+/// ([`TwiddleTable::with_folded_pass_tables`]).
 #[derive(Debug)]
 pub(crate) struct PassTwiddles {
     s0: u32,
     k: u32,
+    fold: Option<Fr>,
     values: CudaSlice<GpuFr>,
 }
 
@@ -109,38 +115,90 @@ impl TwiddleTable {
         log_n: u32,
         passes: &[(u32, u32)],
     ) -> Result<Self, CudaError> {
-        let n = 1usize << log_n;
-        check_twiddles("ntt_pass_twiddles", &self, n)?;
         for &(s0, k) in passes {
             if (s0 > 0 && s0 + k >= log_n) || k > MAX_PASS_STAGES {
                 continue;
             }
-            let c = pass_columns(s0, k);
-            let total = pass_table_entries(s0, k, c);
-            let len = if self.form == Twiddles::Shoup { 2 * total } else { total };
-            let mut values = gpu.zeros::<GpuFr>(stream, len)?;
-            let (total, shoup) =
-                (count("ntt_pass_twiddles", total)?, u32::from(self.form == Twiddles::Shoup));
-            // SAFETY: matches `ntt_pass_twiddles(Fr* out, const Fr* tw, uint32_t log_n, uint32_t s0,
-            // uint32_t k, uint32_t c, uint32_t shoup)`: entry e < total reads tw below n/2 (its
-            // quotient below n with `shoup`, the table's length in that form, checked above) and
-            // writes out[e] (and out[total + e] with `shoup`), within `len`.
-            unsafe {
-                stream
-                    .launch_builder(&gpu.ntt.pass_twiddles)
-                    .arg(&mut values)
-                    .arg(&self.values)
-                    .arg(&log_n)
-                    .arg(&s0)
-                    .arg(&k)
-                    .arg(&c)
-                    .arg(&shoup)
-                    .launch(elementwise(total as usize))
-            }
-            .during("ntt_pass_twiddles")?;
-            self.passes.push(PassTwiddles { s0, k, values });
+            let values = self.pass_table_on_device(gpu, stream, log_n, s0, k, None)?;
+            self.passes.push(PassTwiddles { s0, k, fold: None, values });
         }
         Ok(self)
+    }
+
+    /// This table with tables of their own for the middle passes of a transform of `2^log_n` elements
+    /// in `passes` (those with `0 < s0` and `s0 + k < log_n`) whose twiddles carry powers of `fold`:
+    /// those of stage `s` multiplied by `fold^(2^(log_n − 1 − s))`. Stage `s` multiplies by its
+    /// twiddles exactly the elements whose index has bit `log_n − 1 − s` set (the input's index in
+    /// decimation in time, the output's in frequency), so these passes scale element `i` by the
+    /// power of `fold` that the bits of `i` in [`middle_fold`]'s range give, and a coset transform's
+    /// bit reversal need only scale by the power of the other bits (one product from a small table:
+    /// [`super::PowerTable::fold`]). A table of the same size as the pass's plain one.
+    pub fn with_folded_pass_tables(
+        mut self,
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        log_n: u32,
+        passes: &[(u32, u32)],
+        fold: Fr,
+    ) -> Result<Self, CudaError> {
+        for &(s0, k) in passes {
+            if s0 == 0
+                || s0 + k >= log_n
+                || k > MAX_PASS_STAGES
+                || self.pass_table(s0, k, Some(fold)).is_some()
+            {
+                continue;
+            }
+            let values = self.pass_table_on_device(gpu, stream, log_n, s0, k, Some(fold))?;
+            self.passes.push(PassTwiddles { s0, k, fold: Some(fold), values });
+        }
+        Ok(self)
+    }
+
+    /// The own table of the pass over stages `s0 .. s0 + k` built on `stream` from this table, its
+    /// twiddles multiplied by stage factors of `fold` when given.
+    fn pass_table_on_device(
+        &self,
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        log_n: u32,
+        s0: u32,
+        k: u32,
+        fold: Option<Fr>,
+    ) -> Result<CudaSlice<GpuFr>, CudaError> {
+        let n = 1usize << log_n;
+        check_twiddles("ntt_pass_twiddles", self, n)?;
+        let c = pass_columns(s0, k);
+        let total = pass_table_entries(s0, k, c);
+        let len = if self.form == Twiddles::Shoup { 2 * total } else { total };
+        let mut values = gpu.zeros::<GpuFr>(stream, len)?;
+        let factors = match fold {
+            Some(base) => Some(gpu.upload(stream, &stage_factors(base, log_n, s0, k))?),
+            None => None,
+        };
+        let (factors_arg, folded) = (factors.as_ref().unwrap_or(&gpu.dummy), u32::from(factors.is_some()));
+        let (total, shoup) = (count("ntt_pass_twiddles", total)?, u32::from(self.form == Twiddles::Shoup));
+        // SAFETY: matches `ntt_pass_twiddles(Fr* out, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
+        // uint32_t c, uint32_t shoup, const Fr* factors, uint32_t folded)`: entry e < total reads tw
+        // below n/2 (its quotient below n with `shoup`, the table's length in that form, checked
+        // above) and writes out[e] (and out[total + e] with `shoup`), within `len`; with `folded` it
+        // reads factors[t] for stages t < k, the k factors uploaded (otherwise not at all).
+        unsafe {
+            stream
+                .launch_builder(&gpu.ntt.pass_twiddles)
+                .arg(&mut values)
+                .arg(&self.values)
+                .arg(&log_n)
+                .arg(&s0)
+                .arg(&k)
+                .arg(&c)
+                .arg(&shoup)
+                .arg(factors_arg)
+                .arg(&folded)
+                .launch(elementwise(total as usize))
+        }
+        .during("ntt_pass_twiddles")?;
+        Ok(values)
     }
 
     /// This table with its passes keeping their twiddles as `placement` says.
@@ -153,10 +211,18 @@ impl TwiddleTable {
         self.placement
     }
 
-    /// The table of the pass over stages `s0 .. s0 + k`, if it has one.
-    pub(super) fn pass_table(&self, s0: u32, k: u32) -> Option<&CudaSlice<GpuFr>> {
-        self.passes.iter().find(|p| p.s0 == s0 && p.k == k).map(|p| &p.values)
+    /// The table of the pass over stages `s0 .. s0 + k` with powers of `fold` in its twiddles (none
+    /// for `None`), if it has one.
+    pub(super) fn pass_table(&self, s0: u32, k: u32, fold: Option<Fr>) -> Option<&CudaSlice<GpuFr>> {
+        self.passes.iter().find(|p| p.s0 == s0 && p.k == k && p.fold == fold).map(|p| &p.values)
     }
+}
+
+/// The factors by which a pass over stages `s0 .. s0 + k` of a transform of `2^log_n` elements
+/// multiplies its twiddles to carry powers of `fold` ([`TwiddleTable::with_folded_pass_tables`]):
+/// `fold^(2^(log_n − 1 − s))` for stage `s = s0 + t`, at `t`, in Montgomery form.
+pub(crate) fn stage_factors(fold: Fr, log_n: u32, s0: u32, k: u32) -> Vec<GpuFr> {
+    (s0..s0 + k).map(|s| GpuFr(DeviceFr::from_ark(&fold.pow([1u64 << (log_n - 1 - s)])))).collect()
 }
 
 /// Columns `2^c` a block of the pass over stages `s0 .. s0 + k` takes: as many as fit a tile of
