@@ -141,7 +141,7 @@ impl CudaBackend {
             tables: Mutex::new(HashMap::new()),
             msm: MsmConfig::default(),
             ntt_units: MulUnits::Integer,
-            coset_powers: CosetPowers::TwoLevel,
+            coset_powers: CosetPowers::default(),
             staging: Mutex::new(Vec::new()),
             arena: Arc::new(Arena::default()),
             staging_keep: AtomicUsize::new(KEPT_STAGING),
@@ -444,10 +444,10 @@ impl CudaBackend {
         self
     }
 
-    /// The same backend with its standalone coset transforms scaling by power tables in `form`
-    /// ([`CosetPowers::TwoLevel`] unless set: full tables take `n` elements a direction of device
-    /// memory that the prover's witness map never reads). Set before the first transform: tables
-    /// already built keep theirs.
+    /// The same backend with its coset powers in `form` ([`CosetPowers::Folded`] unless set: the
+    /// middle passes carry part of them, in the standalone coset transforms and the witness map;
+    /// full tables take `n` elements a direction of device memory that the prover's witness map
+    /// never reads). Set before the first transform: tables already built keep theirs.
     pub fn with_coset_powers(mut self, form: CosetPowers) -> Self {
         self.coset_powers = form;
         self

@@ -5,8 +5,8 @@
 //! stages decimated in frequency with inverse twiddles (natural in, bit-reversed out), then a bit
 //! reversal that scales by `1/n` (times `g^-i` for a coset) on the way. A coset's powers come from a
 //! two-level table with `1/n` folded in, two products an element (Shoup's with Shoup's twiddles), from
-//! a full table, one product an element, or from a small full table of the index bits that the
-//! middle passes' twiddles do not carry ([`CosetPowers`]).
+//! a full table, one product an element, or by default from a small full table of the index bits that
+//! the middle passes' twiddles do not carry, one product an element ([`CosetPowers`]).
 //!
 //! [`witness_map`] chains the two decimations so that the bit-reversed intermediate results are
 //! never permuted: of its six transforms only the last pays for a bit reversal.
@@ -228,7 +228,6 @@ fn witness_tables(
 pub enum CosetPowers {
     /// Two-level tables of about `2·sqrt(n)` powers, two products an element (Shoup's when the
     /// twiddles are).
-    #[default]
     TwoLevel,
     /// Full tables of `n` powers in Montgomery form, one Montgomery product an element: `n` elements a
     /// direction on the device (512 MiB at 2^24), read once by each bit reversal.
@@ -242,7 +241,10 @@ pub enum CosetPowers {
     /// other bits from a full table of those alone, one Montgomery product an element:
     /// `2^(k_first + k_last)` elements a direction (2 MiB at 2^24, 8 MiB at 2^27), and three more
     /// middle-pass tables (a forward one, two inverse: 4.2 MB each at 2^24 with Shoup's twiddles). With
-    /// fewer than three passes (below 2^19) nothing is folded and the tables are full ones.
+    /// fewer than three passes (below 2^19) nothing is folded and the tables are full ones. The
+    /// default: on the H100 it took 3% off the coset NTT and 1.7% off the witness map at 2^24 and
+    /// 2^27 (docs/benchmarks/cuda-field-ntt.md).
+    #[default]
     Folded,
     /// [`CosetPowers::Folded`] with its table in Shoup's form, one Shoup product an element.
     FoldedShoup,
@@ -259,7 +261,19 @@ impl CosetPowers {
 #[derive(Debug)]
 pub struct NttTables {
     log_n: u32,
-    /// The twiddles of the forward and inverse transforms, in one form.
+    device: DeviceTables,
+    coset_form: CosetPowers,
+    n_inv: GpuFr,
+    /// The units the passes multiply on.
+    units: MulUnits,
+}
+
+/// The tables an [`NttTables`] holds on the device, those of its form of coset powers
+/// ([`CosetPowers`]) included.
+#[derive(Debug)]
+struct DeviceTables {
+    /// The twiddles of the forward and inverse transforms, in one form, with the middle passes'
+    /// folded tables for the folded forms.
     forward: TwiddleTable,
     inverse: TwiddleTable,
     /// `g^i` and `g^-i / n`, the standalone coset transforms' scaling as they bit-reverse: as
@@ -267,13 +281,38 @@ pub struct NttTables {
     coset: PowerTable,
     coset_inverse: PowerTable,
     /// `g^i / n`: the witness map's scaling between its interpolations and coset evaluations, and
-    /// `g^-i` for its last step, both in Shoup's form when the twiddles are.
+    /// `g^-i` for its last step, both in Shoup's form when the twiddles are (folded with the folded
+    /// forms).
     coset_over_n: PowerTable,
     minus_powers: PowerTable,
-    coset_form: CosetPowers,
-    n_inv: GpuFr,
-    /// The units the passes multiply on.
-    units: MulUnits,
+}
+
+impl DeviceTables {
+    /// The tables of coset powers in `form` for `2^log_n`, built on `stream` (power tables in Shoup's
+    /// form where the twiddles are, as each form says), with the twiddle tables `forward` and
+    /// `inverse` (the folded forms add the middle passes' folded tables to them).
+    fn build(
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        log_n: u32,
+        form: CosetPowers,
+        mut forward: TwiddleTable,
+        mut inverse: TwiddleTable,
+    ) -> Result<Self, CudaError> {
+        let shoup = forward.form() == Twiddles::Shoup;
+        let [coset, coset_inverse] = coset_tables(gpu, stream, log_n, form, shoup)?;
+        let [coset_over_n, minus_powers] = witness_tables(gpu, stream, log_n, form.folds(), shoup)?;
+        if form.folds() {
+            let all = passes(log_n);
+            let [g, g_inv] = coset_bases();
+            forward = forward.with_folded_pass_tables(gpu, stream, log_n, &all, g)?;
+            // The witness map's interpolations before its turn carry g's powers, that of a·b and the
+            // standalone coset interpolation g^-1's.
+            inverse = inverse.with_folded_pass_tables(gpu, stream, log_n, &all, g)?;
+            inverse = inverse.with_folded_pass_tables(gpu, stream, log_n, &all, g_inv)?;
+        }
+        Ok(Self { forward, inverse, coset, coset_inverse, coset_over_n, minus_powers })
+    }
 }
 
 impl NttTables {
@@ -309,20 +348,10 @@ impl NttTables {
             TwiddleTable { values: table, form, passes: Vec::new(), placement: Default::default() }
                 .with_pass_tables(gpu, stream, log_n, &passes(log_n))
         };
-        let [coset, coset_inverse] = coset_tables(gpu, stream, log_n, CosetPowers::TwoLevel, shoup)?;
-        let [coset_over_n, minus_powers] = witness_tables(gpu, stream, log_n, false, shoup)?;
-        Ok(Self {
-            log_n,
-            forward: twiddles(omega)?,
-            inverse: twiddles(omega_inv)?,
-            coset,
-            coset_inverse,
-            coset_over_n,
-            minus_powers,
-            coset_form: CosetPowers::TwoLevel,
-            n_inv: gpu_fr(&n_inv),
-            units: MulUnits::Integer,
-        })
+        let coset_form = CosetPowers::default();
+        let (forward, inverse) = (twiddles(omega)?, twiddles(omega_inv)?);
+        let device = DeviceTables::build(gpu, stream, log_n, coset_form, forward, inverse)?;
+        Ok(Self { log_n, device, coset_form, n_inv: gpu_fr(&n_inv), units: MulUnits::Integer })
     }
 
     /// These tables with the passes multiplying on `units` (the integer units unless set). Passes
@@ -335,14 +364,18 @@ impl NttTables {
     /// [`TwiddlePlacement`]; its default unless set).
     pub fn with_placement(self, placement: TwiddlePlacement) -> Self {
         Self {
-            forward: self.forward.with_placement(placement),
-            inverse: self.inverse.with_placement(placement),
+            device: DeviceTables {
+                forward: self.device.forward.with_placement(placement),
+                inverse: self.device.inverse.with_placement(placement),
+                ..self.device
+            },
             ..self
         }
     }
 
-    /// These tables with the standalone coset transforms' powers rebuilt as `form` says (two-level
-    /// unless set), on `stream`.
+    /// These tables with the coset powers rebuilt as `form` says ([`CosetPowers::Folded`] unless
+    /// set), on `stream`: the standalone coset transforms', and the witness map's (folded with the
+    /// folded forms, two-level otherwise).
     pub fn with_coset_powers(
         self,
         gpu: &Gpu,
@@ -352,30 +385,9 @@ impl NttTables {
         if form == self.coset_form {
             return Ok(self);
         }
-        let shoup = self.forward.form() == Twiddles::Shoup;
-        let log_n = self.log_n;
-        let [coset, coset_inverse] = coset_tables(gpu, stream, log_n, form, shoup)?;
-        let [coset_over_n, minus_powers] = witness_tables(gpu, stream, log_n, form.folds(), shoup)?;
-        let (mut forward, mut inverse) = (self.forward, self.inverse);
-        if form.folds() {
-            let all = passes(log_n);
-            let [g, g_inv] = coset_bases();
-            forward = forward.with_folded_pass_tables(gpu, stream, log_n, &all, g)?;
-            // The witness map's interpolations before its turn carry g's powers, that of a·b and the
-            // standalone coset interpolation g^-1's.
-            inverse = inverse.with_folded_pass_tables(gpu, stream, log_n, &all, g)?;
-            inverse = inverse.with_folded_pass_tables(gpu, stream, log_n, &all, g_inv)?;
-        }
-        Ok(Self {
-            forward,
-            inverse,
-            coset,
-            coset_inverse,
-            coset_over_n,
-            minus_powers,
-            coset_form: form,
-            ..self
-        })
+        let DeviceTables { forward, inverse, .. } = self.device;
+        let device = DeviceTables::build(gpu, stream, self.log_n, form, forward, inverse)?;
+        Ok(Self { device, coset_form: form, ..self })
     }
 
     /// The form of the standalone coset transforms' power tables.
@@ -396,9 +408,9 @@ impl NttTables {
     /// The twiddles `w^i` (or `w^-i`), `i < n/2`, with their table's form.
     pub fn twiddles(&self, inverse: bool) -> &TwiddleTable {
         if inverse {
-            &self.inverse
+            &self.device.inverse
         } else {
-            &self.forward
+            &self.device.forward
         }
     }
 
@@ -406,9 +418,9 @@ impl NttTables {
     /// [`NttTables::coset_form`] says.
     pub fn coset_powers(&self, inverse: bool) -> &PowerTable {
         if inverse {
-            &self.coset_inverse
+            &self.device.coset_inverse
         } else {
-            &self.coset
+            &self.device.coset
         }
     }
 }
@@ -492,8 +504,8 @@ pub fn ntt_probed(
     let fold = |base: Fr| (tables.coset_form.folds() && coset).then_some(base);
     match kind {
         NttKind::Forward | NttKind::CosetForward => {
-            let pre =
-                (kind == NttKind::CosetForward).then_some(ScaleAt::Source(Factor::Powers(&tables.coset)));
+            let pre = (kind == NttKind::CosetForward)
+                .then_some(ScaleAt::Source(Factor::Powers(&tables.device.coset)));
             kernels::bit_reverse(gpu, stream, x, log_n, pre, probe)?;
             stages(gpu, stream, tables, x, tables.twiddles(false), fold(g), Decimation::Time, probe)
         }
@@ -501,7 +513,7 @@ pub fn ntt_probed(
             let tw = tables.twiddles(true);
             stages(gpu, stream, tables, x, tw, fold(g_inv), Decimation::Frequency, probe)?;
             let factor = match kind {
-                NttKind::CosetInverse => Factor::Powers(&tables.coset_inverse),
+                NttKind::CosetInverse => Factor::Powers(&tables.device.coset_inverse),
                 _ => Factor::Constant(tables.n_inv),
             };
             let scale = Some(ScaleAt::Destination(factor));
@@ -575,11 +587,11 @@ pub fn witness_map(
                 gpu,
                 stream,
                 x,
-                &tables.inverse,
-                &tables.forward,
+                &tables.device.inverse,
+                &tables.device.forward,
                 log_n,
                 k0,
-                &tables.coset_over_n,
+                &tables.device.coset_over_n,
                 tables.units,
                 probe,
             )?;
@@ -612,7 +624,7 @@ pub fn witness_map(
         kernels::pointwise_mul(gpu, stream, a, b, probe)?;
     }
     let last = gpu_fr(&(tables.n_inv.0.to_ark_unchecked() * z_inv));
-    kernels::bit_reverse_minus(gpu, stream, a, c, log_n, last, &tables.minus_powers, probe)
+    kernels::bit_reverse_minus(gpu, stream, a, c, log_n, last, &tables.device.minus_powers, probe)
 }
 
 #[cfg(test)]

@@ -367,15 +367,17 @@ fn check_coset_forms(gpu: &CudaBackend, forms: &[cuzk_cuda::ntt::CosetPowers], s
 }
 
 #[test]
-fn coset_ntts_scaling_by_full_power_tables_match_ark_poly_and_the_cpu_witness_map() {
-    // The standalone coset transforms with full power tables (one product an element, Montgomery's
-    // or Shoup's), under either twiddle form, give the same bits; the kernels that read two-level
-    // tables only refuse a full one.
+fn coset_ntts_scaling_by_two_level_or_full_power_tables_match_ark_poly_and_the_cpu_witness_map() {
+    // The standalone coset transforms with two-level power tables (two products an element) or full
+    // ones (one, Montgomery's or Shoup's), under either twiddle form, give the same bits, and so does
+    // the witness map (two-level tables with all three); the kernels that read two-level tables only
+    // refuse a full one.
     let gpu = backend();
     let (g, s) = (gpu.gpu(), gpu.gpu().compute_stream());
     use cuzk_cuda::ntt::CosetPowers;
     let sizes: Vec<u32> = (1u32..=12).chain([17, 21]).collect();
-    check_coset_forms(&gpu, &[CosetPowers::Full, CosetPowers::FullShoup], &sizes, "ntt_full_coset");
+    let forms = [CosetPowers::TwoLevel, CosetPowers::Full, CosetPowers::FullShoup];
+    check_coset_forms(&gpu, &forms, &sizes, "ntt_full_coset");
     let t =
         cuzk_cuda::ntt::NttTables::new(g, s, 10).unwrap().with_coset_powers(g, s, CosetPowers::Full).unwrap();
     let mut x = g.zeros::<GpuFr>(s, 1 << 10).unwrap();

@@ -130,9 +130,10 @@ impl TwiddleTable {
     /// those of stage `s` multiplied by `fold^(2^(log_n − 1 − s))`. Stage `s` multiplies by its
     /// twiddles exactly the elements whose index has bit `log_n − 1 − s` set (the input's index in
     /// decimation in time, the output's in frequency), so these passes scale element `i` by the
-    /// power of `fold` that the bits of `i` in [`middle_fold`]'s range give, and a coset transform's
-    /// bit reversal need only scale by the power of the other bits (one product from a small table:
-    /// [`super::PowerTable::fold`]). A table of the same size as the pass's plain one.
+    /// power of `fold` that the bits of `i` in the range of [`super::Fold::of_middle_passes`] give,
+    /// and a coset transform's bit reversal need only scale by the power of the other bits (one
+    /// product from a small table: [`super::PowerTable::fold`]). A table of the same size as the
+    /// pass's plain one.
     pub fn with_folded_pass_tables(
         mut self,
         gpu: &Gpu,
