@@ -35,7 +35,7 @@ fn main() -> ExitCode {
         _ => {
             eprintln!("usage: cargo xtask <test|lint|bench> [args]");
             eprintln!("  test [ARGS]   run the CPU test suite (ARGS go to `cargo test`)");
-            eprintln!("  lint          rustfmt, clippy -D warnings, layering and unsafe checks");
+            eprintln!("  lint          rustfmt, clippy, rustdoc warnings, layering and unsafe checks");
             eprintln!("  bench [ARGS]  criterion benches of every layer (ARGS go to criterion)");
             eprintln!("  gpu-test      run the GPU suite here (fails without a GPU)");
             eprintln!("  bundle        build GPU test and bench binaries into .gpu-bundle/ with run.sh");
@@ -103,6 +103,17 @@ fn lint() -> Result<(), String> {
         "--",
         "-D",
         "warnings",
+    ])?;
+    // The API documentation: a broken link or any other rustdoc warning fails the lint.
+    cargo(&[
+        "doc",
+        "--workspace",
+        "--no-deps",
+        "--exclude",
+        "xtask",
+        "--locked",
+        "--config",
+        "build.rustdocflags=[\"-D\", \"warnings\"]",
     ])?;
     let mut problems = layers::check(&root())?;
     problems.extend(layers::release_feature_problems(&root())?);
