@@ -172,6 +172,28 @@ fn coset_bases() -> [Fr; 2] {
     [g, g.inverse().unwrap_or_default()]
 }
 
+/// The power table of `c·s^i`, `i < 2^log_n`, in `form` (a two-level one in Shoup's form with
+/// `shoup`, the twiddles' form; the full and folded ones as their form says).
+#[allow(clippy::too_many_arguments)]
+fn power_table(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    log_n: u32,
+    form: CosetPowers,
+    shoup: bool,
+    s: Fr,
+    c: Fr,
+) -> Result<PowerTable, CudaError> {
+    let fold = Fold::of_middle_passes(log_n, &passes(log_n));
+    match form {
+        CosetPowers::TwoLevel => upload_scaled_table(gpu, stream, s, 1 << log_n, c, shoup),
+        CosetPowers::Full => full_table(gpu, stream, s, log_n, c, false),
+        CosetPowers::FullShoup => full_table(gpu, stream, s, log_n, c, true),
+        CosetPowers::Folded => folded_table(gpu, stream, s, log_n, c, fold, false),
+        CosetPowers::FoldedShoup => folded_table(gpu, stream, s, log_n, c, fold, true),
+    }
+}
+
 /// The standalone coset transforms' power tables, `g^i` and `g^-i / n` for `i < 2^log_n`, in `form`
 /// (two-level ones in Shoup's form with `shoup`, the twiddles' form).
 fn coset_tables(
@@ -181,17 +203,9 @@ fn coset_tables(
     form: CosetPowers,
     shoup: bool,
 ) -> Result<[PowerTable; 2], CudaError> {
-    let n = 1usize << log_n;
     let [g, g_inv] = coset_bases();
-    let n_inv = Fr::from(n as u64).inverse().unwrap_or_default();
-    let fold = Fold::of_middle_passes(log_n, &passes(log_n));
-    let table = |s: Fr, c: Fr| match form {
-        CosetPowers::TwoLevel => upload_scaled_table(gpu, stream, s, n, c, shoup),
-        CosetPowers::Full => full_table(gpu, stream, s, log_n, c, false),
-        CosetPowers::FullShoup => full_table(gpu, stream, s, log_n, c, true),
-        CosetPowers::Folded => folded_table(gpu, stream, s, log_n, c, fold, false),
-        CosetPowers::FoldedShoup => folded_table(gpu, stream, s, log_n, c, fold, true),
-    };
+    let n_inv = Fr::from(1u64 << log_n).inverse().unwrap_or_default();
+    let table = |s: Fr, c: Fr| power_table(gpu, stream, log_n, form, shoup, s, c);
     Ok([table(g, Fr::one())?, table(g_inv, n_inv)?])
 }
 
@@ -205,20 +219,15 @@ fn witness_tables(
     folded: bool,
     shoup: bool,
 ) -> Result<[PowerTable; 2], CudaError> {
-    let n = 1usize << log_n;
+    let form = match (folded, shoup) {
+        (false, _) => CosetPowers::TwoLevel,
+        (true, false) => CosetPowers::Folded,
+        (true, true) => CosetPowers::FoldedShoup,
+    };
     let [g, g_inv] = coset_bases();
-    let n_inv = Fr::from(n as u64).inverse().unwrap_or_default();
-    if folded {
-        let fold = Fold::of_middle_passes(log_n, &passes(log_n));
-        return Ok([
-            folded_table(gpu, stream, g, log_n, n_inv, fold, shoup)?,
-            folded_table(gpu, stream, g_inv, log_n, Fr::one(), fold, shoup)?,
-        ]);
-    }
-    Ok([
-        upload_scaled_table(gpu, stream, g, n, n_inv, shoup)?,
-        upload_scaled_table(gpu, stream, g_inv, n, Fr::one(), shoup)?,
-    ])
+    let n_inv = Fr::from(1u64 << log_n).inverse().unwrap_or_default();
+    let table = |s: Fr, c: Fr| power_table(gpu, stream, log_n, form, shoup, s, c);
+    Ok([table(g, n_inv)?, table(g_inv, Fr::one())?])
 }
 
 /// The power tables by which the standalone coset transforms' bit reversals scale (`g^i` forward,

@@ -109,20 +109,13 @@ impl TwiddleTable {
     /// middle passes, at most 511 twiddles for a first pass); the last pass's are each read by one
     /// block.
     pub fn with_pass_tables(
-        mut self,
+        self,
         gpu: &Gpu,
         stream: &Arc<CudaStream>,
         log_n: u32,
         passes: &[(u32, u32)],
     ) -> Result<Self, CudaError> {
-        for &(s0, k) in passes {
-            if (s0 > 0 && s0 + k >= log_n) || k > MAX_PASS_STAGES {
-                continue;
-            }
-            let values = self.pass_table_on_device(gpu, stream, log_n, s0, k, None)?;
-            self.passes.push(PassTwiddles { s0, k, fold: None, values });
-        }
-        Ok(self)
+        self.add_pass_tables(gpu, stream, log_n, passes, None)
     }
 
     /// This table with tables of their own for the middle passes of a transform of `2^log_n` elements
@@ -135,23 +128,36 @@ impl TwiddleTable {
     /// product from a small table: [`super::PowerTable::fold`]). A table of the same size as the
     /// pass's plain one.
     pub fn with_folded_pass_tables(
-        mut self,
+        self,
         gpu: &Gpu,
         stream: &Arc<CudaStream>,
         log_n: u32,
         passes: &[(u32, u32)],
         fold: Fr,
     ) -> Result<Self, CudaError> {
+        self.add_pass_tables(gpu, stream, log_n, passes, Some(fold))
+    }
+
+    /// Adds the passes' own tables that it lacks: with `fold` the middle passes' (`0 < s0`,
+    /// `s0 + k < log_n`), folded; without, the first and middle passes' plain ones.
+    fn add_pass_tables(
+        mut self,
+        gpu: &Gpu,
+        stream: &Arc<CudaStream>,
+        log_n: u32,
+        passes: &[(u32, u32)],
+        fold: Option<Fr>,
+    ) -> Result<Self, CudaError> {
         for &(s0, k) in passes {
-            if s0 == 0
-                || s0 + k >= log_n
-                || k > MAX_PASS_STAGES
-                || self.pass_table(s0, k, Some(fold)).is_some()
-            {
+            let wanted = match fold {
+                None => s0 == 0 || s0 + k < log_n,
+                Some(_) => s0 > 0 && s0 + k < log_n,
+            };
+            if !wanted || k > MAX_PASS_STAGES || self.pass_table(s0, k, fold).is_some() {
                 continue;
             }
-            let values = self.pass_table_on_device(gpu, stream, log_n, s0, k, Some(fold))?;
-            self.passes.push(PassTwiddles { s0, k, fold: Some(fold), values });
+            let values = self.pass_table_on_device(gpu, stream, log_n, s0, k, fold)?;
+            self.passes.push(PassTwiddles { s0, k, fold, values });
         }
         Ok(self)
     }
