@@ -78,8 +78,8 @@ __device__ __forceinline__ Fr times_power(const Fr& x, const Fr* lo, const Fr* h
 // or by the power of a full table, one product an element: lo holds c s^i for every index i (in
 // Shoup's form the values and then their quotients, as a twiddle table holds them; hi is not read).
 // A full table may leave out `fold_bits` bits of the index from bit `fold_low` up, whose powers the
-// twiddles of the transform's middle passes carry (see full_index): it then holds 2^(lo_bits -
-// fold_bits) powers, for the indices with those bits clear.
+// twiddles of the transform's first and middle passes carry (see full_index): it then holds
+// 2^(lo_bits - fold_bits) powers, for the indices with those bits clear.
 constexpr uint32_t BY_TWO_LEVEL_TABLE = 1, BY_FULL_TABLE = 2;  // and 0 by the constant
 
 // The entry of a full table (above) for index i: its bits below fold_low, and those from fold_low +
@@ -385,13 +385,15 @@ __device__ __forceinline__ Twiddles load_twiddles(Fr* at, const Fr* tw, uint32_t
 // (columns g 2^c .. g 2^c + 2^c - 1, g < 2^(s0-c)) gets the M = 2^(k+c) - 2^c twiddles its block
 // uses, entry g M + i holding what shared index i holds in load_twiddles, read from tw (w^i, i < n/2,
 // then with `shoup` their quotients, which go to 2^(s0-c) M + g M + i). Worth its memory where
-// blocks share their twiddles: a middle pass (s0 + k < log_n), whose 2^(s0-c) groups each serve
-// 2^(log_n-s0-k) blocks. With `folded` set, each twiddle of stage t is multiplied by factors[t]
-// (Montgomery form, one a stage of the pass; not read otherwise), and with `shoup` its quotient is computed afresh:
-// the twiddles of a coset transform that carry part of its coset powers (see full_index). Stage s of
+// blocks share their twiddles: a first pass (one group) or a middle one (s0 + k < log_n), whose
+// 2^(s0-c) groups each serve 2^(log_n-s0-k) blocks. With `folded` set, each twiddle of stage t is
+// multiplied by factors[t] (Montgomery form, one a stage of the pass; not read otherwise), and with
+// `shoup` its quotient is computed afresh: the twiddles of a coset transform that carry part of its
+// coset powers (see full_index). Stage s of
 // a transform decimated in time multiplies by its twiddles exactly the elements whose input index has
 // bit log_n-1-s set, and in frequency the outputs with that bit set: a factor f^(2^(log_n-1-s)) on
-// every twiddle of stage s scales element i by f^i's share of that bit.
+// every twiddle of stage s scales element i by f^i's share of that bit (where the stage multiplies at
+// every position: not stage 0, nor stage 1 of a first pass, whose factors the host sets to 1).
 extern "C" __global__ void ntt_pass_twiddles(Fr* out, const Fr* tw, uint32_t log_n, uint32_t s0, uint32_t k,
                                              uint32_t c, uint32_t shoup, const Fr* factors, uint32_t folded) {
     const uint32_t cols = 1u << c;

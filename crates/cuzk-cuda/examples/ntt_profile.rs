@@ -112,8 +112,8 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
         }
     }
     let sc = time(b, || kernels::scale(gpu, s, &mut x, one, None, false, &mut Probe::default()))?;
-    // The elementwise scaling reads Montgomery tables.
-    let tm = ntt::NttTables::new(gpu, s, log_n)?;
+    // The elementwise scaling reads two-level Montgomery tables (the default tables are folded).
+    let tm = ntt::NttTables::new(gpu, s, log_n)?.with_coset_powers(gpu, s, ntt::CosetPowers::TwoLevel)?;
     let scp = time(b, || {
         kernels::scale(gpu, s, &mut x, one, Some(tm.coset_powers(true)), false, &mut Probe::default())
     })?;

@@ -445,7 +445,8 @@ impl CudaBackend {
     }
 
     /// The same backend with its coset powers in `form` ([`CosetPowers::Folded`] unless set: the
-    /// middle passes carry part of them, in the standalone coset transforms and the witness map;
+    /// first and middle passes carry part of them, in the standalone coset transforms and the
+    /// witness map;
     /// full tables take `n` elements a direction of device memory that the prover's witness map
     /// never reads). Set before the first transform: tables already built keep theirs.
     pub fn with_coset_powers(mut self, form: CosetPowers) -> Self {

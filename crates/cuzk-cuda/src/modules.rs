@@ -77,7 +77,7 @@ pub(crate) struct NttKernels {
     pub(crate) pass_turn: [CudaFunction; PASS_KINDS],
     /// Shoup's twiddle tables, and power tables' halves in Shoup's form, from Montgomery values.
     pub(crate) shoup_twiddles: CudaFunction,
-    /// A middle pass's own twiddle table.
+    /// A first or middle pass's own twiddle table, plain or folded.
     pub(crate) pass_twiddles: CudaFunction,
     pub(crate) shoup_pairs: CudaFunction,
     pub(crate) scale: CudaFunction,

@@ -6,7 +6,7 @@
 //! reversal that scales by `1/n` (times `g^-i` for a coset) on the way. A coset's powers come from a
 //! two-level table with `1/n` folded in, two products an element (Shoup's with Shoup's twiddles), from
 //! a full table, one product an element, or by default from a small full table of the index bits that
-//! the middle passes' twiddles do not carry, one product an element ([`CosetPowers`]).
+//! the first and middle passes' twiddles do not carry, one product an element ([`CosetPowers`]).
 //!
 //! [`witness_map`] chains the two decimations so that the bit-reversed intermediate results are
 //! never permuted: of its six transforms only the last pays for a bit reversal.
@@ -14,221 +14,26 @@
 use std::sync::Arc;
 
 use ark_bls12_381::Fr;
-use ark_ff::{FftField, Field, One};
+use ark_ff::{Field, One};
 use cudarc::driver::{CudaSlice, CudaStream};
-use cuzk_field::{DeviceFr, DeviceRepr};
+use cuzk_field::DeviceRepr;
 use cuzk_groth16::NttKind;
 
 use crate::kernels::{
-    self, Decimation, Factor, Fold, MulUnits, PowerTable, ScaleAt, TwiddlePlacement, TwiddleTable, Twiddles,
+    self, Decimation, Factor, MulUnits, PowerTable, ScaleAt, TwiddlePlacement, TwiddleTable, Twiddles,
     MAX_PASS_STAGES,
 };
 use crate::profile::Probe;
 use crate::{CudaError, Gpu, GpuFr};
 
+mod powers;
+
+#[cfg(test)]
+use powers::folded_powers;
+use powers::{coset_bases, coset_tables, gpu_fr, powers_on_device, witness_tables};
+
 /// Largest supported NTT: 2^28 elements (8 GiB of Fr), within the 32-bit indexing of the kernels.
 pub const MAX_LOG_N: u32 = 28;
-
-fn gpu_fr(x: &Fr) -> GpuFr {
-    GpuFr(DeviceFr::from_ark(x))
-}
-
-/// `(lo, hi, lo_bits)` with `lo[j] = s^j`, `hi[j] = s^(j·2^lo_bits)`, covering `count` powers.
-fn two_level(s: Fr, count: usize) -> (Vec<GpuFr>, Vec<GpuFr>, u32) {
-    let bits = count.max(1).next_power_of_two().trailing_zeros();
-    let lo_bits = bits.div_ceil(2);
-    let powers = |base: Fr, len: usize| {
-        let mut v = Vec::with_capacity(len);
-        let mut x = Fr::one();
-        for _ in 0..len {
-            v.push(gpu_fr(&x));
-            x *= base;
-        }
-        v
-    };
-    let lo = powers(s, 1 << lo_bits);
-    let hi = powers(s.pow([1u64 << lo_bits]), count.max(1).div_ceil(1 << lo_bits));
-    (lo, hi, lo_bits)
-}
-
-/// The power table of `c·s^i`: `c` folded into the `hi` powers, so a power still costs one product
-/// (two Shoup products in Shoup's form, [`PowerTable::shoup`]).
-fn upload_scaled_table(
-    gpu: &Gpu,
-    stream: &Arc<CudaStream>,
-    s: Fr,
-    count: usize,
-    c: Fr,
-    shoup: bool,
-) -> Result<PowerTable, CudaError> {
-    let (lo, mut hi, lo_bits) = two_level(s, count);
-    for h in &mut hi {
-        *h = gpu_fr(&(h.0.to_ark_unchecked() * c));
-    }
-    let upload = |values: Vec<GpuFr>| -> Result<CudaSlice<GpuFr>, CudaError> {
-        if !shoup {
-            return gpu.upload(stream, &values);
-        }
-        // Each value at an even place, its quotient (computed on the device) after it.
-        let spread: Vec<GpuFr> = values.into_iter().flat_map(|v| [v, GpuFr::default()]).collect();
-        let mut pairs = gpu.upload(stream, &spread)?;
-        kernels::shoup_pairs(gpu, stream, &mut pairs, &mut Probe::default())?;
-        Ok(pairs)
-    };
-    Ok(PowerTable { lo: upload(lo)?, hi: upload(hi)?, lo_bits, shoup, full: false, fold: Fold::default() })
-}
-
-/// `c·s^i` for `i < len`, filled on the device from a two-level table; in Shoup's form (`shoup`) the
-/// canonical values of the first half's powers, then their quotients, as twiddle tables and full
-/// power tables hold them.
-fn powers_on_device(
-    gpu: &Gpu,
-    stream: &Arc<CudaStream>,
-    s: Fr,
-    c: Fr,
-    len: usize,
-    shoup: bool,
-) -> Result<CudaSlice<GpuFr>, CudaError> {
-    let mut out = gpu.zeros::<GpuFr>(stream, len)?;
-    let mut quiet = Probe::default();
-    // Powers over the whole buffer; in Shoup's form the second half is then overwritten by the
-    // quotients of the first.
-    kernels::fill_powers(
-        gpu,
-        stream,
-        &mut out,
-        &upload_scaled_table(gpu, stream, s, len, c, false)?,
-        &mut quiet,
-    )?;
-    if shoup {
-        kernels::shoup_twiddles(gpu, stream, &mut out, &mut quiet)?;
-    }
-    Ok(out)
-}
-
-/// The full power table of `c·s^i`, `i < 2^log_n`, in Shoup's form or Montgomery's.
-fn full_table(
-    gpu: &Gpu,
-    stream: &Arc<CudaStream>,
-    s: Fr,
-    log_n: u32,
-    c: Fr,
-    shoup: bool,
-) -> Result<PowerTable, CudaError> {
-    let len = if shoup { 2 << log_n } else { 1 << log_n };
-    let lo = powers_on_device(gpu, stream, s, c, len, shoup)?;
-    Ok(PowerTable {
-        lo,
-        hi: gpu.zeros::<GpuFr>(stream, 1)?,
-        lo_bits: log_n,
-        shoup,
-        full: true,
-        fold: Fold::default(),
-    })
-}
-
-/// `c·s^i` at entry `fold.index(i)` for the indices `i < 2^log_n` without `fold`'s bits, the
-/// values of a full table that leaves them out ([`PowerTable::fold`]).
-fn folded_powers(s: Fr, c: Fr, log_n: u32, fold: Fold) -> Vec<Fr> {
-    let (low, high) = (1usize << fold.low, 1usize << (log_n - fold.low - fold.bits));
-    let step = s.pow([1u64 << (fold.low + fold.bits)]);
-    let lows: Vec<Fr> = std::iter::successors(Some(Fr::one()), |x| Some(*x * s)).take(low).collect();
-    let mut out = Vec::with_capacity(low * high);
-    let mut top = c;
-    for _ in 0..high {
-        out.extend(lows.iter().map(|l| top * l));
-        top *= step;
-    }
-    out
-}
-
-/// The full power table of `c·s^i`, `i < 2^log_n`, without the bits of `fold` (see
-/// [`folded_powers`]), computed here and uploaded; in Shoup's form the canonical values, then their
-/// quotients (computed on the device).
-fn folded_table(
-    gpu: &Gpu,
-    stream: &Arc<CudaStream>,
-    s: Fr,
-    log_n: u32,
-    c: Fr,
-    fold: Fold,
-    shoup: bool,
-) -> Result<PowerTable, CudaError> {
-    let mut values: Vec<GpuFr> = folded_powers(s, c, log_n, fold).iter().map(gpu_fr).collect();
-    let entries = values.len();
-    if shoup {
-        values.resize(2 * entries, GpuFr::default());
-    }
-    let mut lo = gpu.upload(stream, &values)?;
-    if shoup {
-        kernels::shoup_twiddles(gpu, stream, &mut lo, &mut Probe::default())?;
-    }
-    Ok(PowerTable { lo, hi: gpu.zeros::<GpuFr>(stream, 1)?, lo_bits: log_n, shoup, full: true, fold })
-}
-
-/// The coset's generator `g` (ark-poly's `Fr::GENERATOR`) and its inverse.
-fn coset_bases() -> [Fr; 2] {
-    let g = Fr::GENERATOR;
-    [g, g.inverse().unwrap_or_default()]
-}
-
-/// The power table of `c·s^i`, `i < 2^log_n`, in `form` (a two-level one in Shoup's form with
-/// `shoup`, the twiddles' form; the full and folded ones as their form says).
-#[allow(clippy::too_many_arguments)]
-fn power_table(
-    gpu: &Gpu,
-    stream: &Arc<CudaStream>,
-    log_n: u32,
-    form: CosetPowers,
-    shoup: bool,
-    s: Fr,
-    c: Fr,
-) -> Result<PowerTable, CudaError> {
-    let fold = Fold::of_middle_passes(log_n, &passes(log_n));
-    match form {
-        CosetPowers::TwoLevel => upload_scaled_table(gpu, stream, s, 1 << log_n, c, shoup),
-        CosetPowers::Full => full_table(gpu, stream, s, log_n, c, false),
-        CosetPowers::FullShoup => full_table(gpu, stream, s, log_n, c, true),
-        CosetPowers::Folded => folded_table(gpu, stream, s, log_n, c, fold, false),
-        CosetPowers::FoldedShoup => folded_table(gpu, stream, s, log_n, c, fold, true),
-    }
-}
-
-/// The standalone coset transforms' power tables, `g^i` and `g^-i / n` for `i < 2^log_n`, in `form`
-/// (two-level ones in Shoup's form with `shoup`, the twiddles' form).
-fn coset_tables(
-    gpu: &Gpu,
-    stream: &Arc<CudaStream>,
-    log_n: u32,
-    form: CosetPowers,
-    shoup: bool,
-) -> Result<[PowerTable; 2], CudaError> {
-    let [g, g_inv] = coset_bases();
-    let n_inv = Fr::from(1u64 << log_n).inverse().unwrap_or_default();
-    let table = |s: Fr, c: Fr| power_table(gpu, stream, log_n, form, shoup, s, c);
-    Ok([table(g, Fr::one())?, table(g_inv, n_inv)?])
-}
-
-/// The witness map's power tables, `g^i / n` for its turns and `g^-i` for its last step, in Shoup's
-/// form with `shoup` (the twiddles' form): two-level, or with `folded` full tables of the index bits
-/// that the middle passes of the interpolations before them do not carry ([`CosetPowers::folds`]).
-fn witness_tables(
-    gpu: &Gpu,
-    stream: &Arc<CudaStream>,
-    log_n: u32,
-    folded: bool,
-    shoup: bool,
-) -> Result<[PowerTable; 2], CudaError> {
-    let form = match (folded, shoup) {
-        (false, _) => CosetPowers::TwoLevel,
-        (true, false) => CosetPowers::Folded,
-        (true, true) => CosetPowers::FoldedShoup,
-    };
-    let [g, g_inv] = coset_bases();
-    let n_inv = Fr::from(1u64 << log_n).inverse().unwrap_or_default();
-    let table = |s: Fr, c: Fr| power_table(gpu, stream, log_n, form, shoup, s, c);
-    Ok([table(g, n_inv)?, table(g_inv, Fr::one())?])
-}
 
 /// The power tables by which the standalone coset transforms' bit reversals scale (`g^i` forward,
 /// `g^-i / n` inverse). The witness map has tables of its own: two-level ones, or with the folded
@@ -244,15 +49,19 @@ pub enum CosetPowers {
     /// Full tables in Shoup's form, one Shoup product an element: twice [`CosetPowers::Full`]'s
     /// memory and reads.
     FullShoup,
-    /// The middle passes' twiddles carry the powers of the index bits they cover
-    /// ([`Fold::of_middle_passes`]; own tables of those passes with the coset's powers in them,
-    /// [`TwiddleTable::with_folded_pass_tables`]), and the bit reversal scales by the power of the
-    /// other bits from a full table of those alone, one Montgomery product an element:
-    /// `2^(k_first + k_last)` elements a direction (2 MiB at 2^24, 8 MiB at 2^27), and three more
-    /// middle-pass tables (a forward one, two inverse: 4.2 MB each at 2^24 with Shoup's twiddles). With
-    /// fewer than three passes (below 2^19) nothing is folded and the tables are full ones. The
-    /// default: on the H100 it took 3% off the coset NTT and 1.7% off the witness map at 2^24 and
-    /// 2^27 (docs/benchmarks/cuda-field-ntt.md).
+    /// The twiddles of the middle passes and of the first pass's stages from 2 up carry the powers
+    /// of the index bits they cover ([`kernels::Fold::of_passes`]; own tables of those passes with
+    /// the coset's powers in them, [`TwiddleTable::with_folded_pass_tables`]), and the bit reversal
+    /// scales by the power of the other bits (the last pass's and the top two) from a full table of
+    /// those alone, one Montgomery product an element: `2^(k_last + 2)` elements a direction (32 KiB
+    /// at 2^24, 64 KiB at 2^27; four with a single pass), and three more sets of first- and
+    /// middle-pass tables (a forward one, two inverse: 4.2 MB each at 2^24 with Shoup's twiddles;
+    /// the inverse's first-pass table folded with `g`, at most 511 twiddles, is never read). The
+    /// witness map folds its interpolations the same way, but the turn between them runs the first
+    /// pass unfolded: its table leaves out the middle passes' bits only (`2^(k_first + k_last)`
+    /// elements). The default: on the H100, folding the middle passes took 3% off the coset NTT and
+    /// 1.7% off the witness map at 2^24 and 2^27, and folding the first pass too took the scaled bit
+    /// reversal from 0.438 to 0.418 ms at 2^24 (docs/benchmarks/cuda-field-ntt.md).
     #[default]
     Folded,
     /// [`CosetPowers::Folded`] with its table in Shoup's form, one Shoup product an element.
@@ -260,7 +69,7 @@ pub enum CosetPowers {
 }
 
 impl CosetPowers {
-    /// Whether the middle passes carry part of the coset's powers.
+    /// Whether the first and middle passes carry part of the coset's powers.
     pub fn folds(self) -> bool {
         matches!(self, Self::Folded | Self::FoldedShoup)
     }
@@ -281,8 +90,8 @@ pub struct NttTables {
 /// ([`CosetPowers`]) included.
 #[derive(Debug)]
 struct DeviceTables {
-    /// The twiddles of the forward and inverse transforms, in one form, with the middle passes'
-    /// folded tables for the folded forms.
+    /// The twiddles of the forward and inverse transforms, in one form, with the first and middle
+    /// passes' folded tables for the folded forms.
     forward: TwiddleTable,
     inverse: TwiddleTable,
     /// `g^i` and `g^-i / n`, the standalone coset transforms' scaling as they bit-reverse: as
@@ -299,7 +108,7 @@ struct DeviceTables {
 impl DeviceTables {
     /// The tables of coset powers in `form` for `2^log_n`, built on `stream` (power tables in Shoup's
     /// form where the twiddles are, as each form says), with the twiddle tables `forward` and
-    /// `inverse` (the folded forms add the middle passes' folded tables to them).
+    /// `inverse` (the folded forms add the first and middle passes' folded tables to them).
     fn build(
         gpu: &Gpu,
         stream: &Arc<CudaStream>,
@@ -458,7 +267,7 @@ fn check_len(op: &'static str, tables: &NttTables, x: &CudaSlice<GpuFr>) -> Resu
 }
 
 /// All stages of a transform of `x` with twiddles `tw` (one of `tables`'), in the given decimation;
-/// with `fold`, the middle passes carry powers of it ([`kernels::ntt_pass`]).
+/// with `fold`, the first and middle passes carry powers of it ([`kernels::ntt_pass`]).
 #[allow(clippy::too_many_arguments)]
 fn stages(
     gpu: &Gpu,
@@ -507,7 +316,8 @@ pub fn ntt_probed(
         // A single element: every transform in ark-poly's conventions is the identity.
         return Ok(());
     }
-    // The middle passes of a coset transform carry part of its powers when its tables say so.
+    // The first and middle passes of a coset transform carry part of its powers when its tables
+    // say so.
     let [g, g_inv] = coset_bases();
     let coset = matches!(kind, NttKind::CosetForward | NttKind::CosetInverse);
     let fold = |base: Fr| (tables.coset_form.folds() && coset).then_some(base);
@@ -550,9 +360,10 @@ pub fn ntt_probed(
 /// bit-reversed, `n·g^k` times its coefficients), and a last bit reversal that writes
 /// `h_k = (S_k·g^-k − T_k)·z_inv / n` ([`kernels::bit_reverse_minus`]). With folded coset powers
 /// ([`CosetPowers::folds`]) the middle passes of the interpolations of `a` and `b` carry the powers
-/// `g^k` of their coefficients' middle index bits and those of `Â·B̂`'s the powers `g^-k`, so that the
-/// turn and the last step multiply once an element by a small full table where a two-level one takes
-/// two products. Each kernel is timed into `probe` when it is enabled.
+/// `g^k` of their coefficients' middle index bits, and the first and middle passes of `Â·B̂`'s the
+/// powers `g^-k` of the bits they cover ([`kernels::Fold::of_passes`]), so that the turn and the
+/// last step multiply once an element by a small full table where a two-level one takes two
+/// products. Each kernel is timed into `probe` when it is enabled.
 #[allow(clippy::too_many_arguments)]
 pub fn witness_map(
     gpu: &Gpu,
@@ -570,8 +381,8 @@ pub fn witness_map(
     let log_n = tables.log_n;
     let all = passes(log_n);
     // With folded coset powers the middle passes of the interpolations of a and b carry g's powers
-    // of their coefficients' middle index bits, and those of a·b's g^-1's (the tables then leave
-    // those bits out).
+    // of their coefficients' middle index bits (their first passes run in the turn, unfolded), and
+    // the first and middle passes of a·b's g^-1's (the tables then leave those bits out).
     let [g, g_inv] = coset_bases();
     let fold = |base: Fr| tables.coset_form.folds().then_some(base);
     for x in [&mut *a, &mut *b] {
@@ -639,6 +450,7 @@ pub fn witness_map(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::Fold;
 
     #[test]
     fn passes_cover_every_stage_once() {
@@ -700,36 +512,47 @@ mod tests {
     }
 
     #[test]
-    fn coset_powers_folded_into_the_middle_passes_give_the_coset_transforms() {
+    fn coset_powers_folded_into_the_first_and_middle_passes_give_the_coset_transforms() {
         // The device's folded coset transforms, modelled on the host for splits into passes of any
-        // shape: the middle passes' twiddles times `stage_factors`, the bit reversal's scaling by
-        // `folded_powers` at `Fold::index`; against the CPU backend's (ark-poly's) coset transforms.
-        use crate::kernels::stage_factors;
+        // shape: the first and middle passes' twiddles times `stage_factors` (1 for the first pass's
+        // stages 0 and 1, which skip products by 1), the bit reversal's scaling by `folded_powers`
+        // at `Fold::index`; against the CPU backend's (ark-poly's) coset transforms.
+        use crate::kernels::{folds_pass, stage_factors};
         use ark_std::UniformRand;
         use cuzk_groth16::{CpuBackend, PolyBackend};
         let rev = |i: usize, bits: u32| if bits == 0 { 0 } else { i.reverse_bits() >> (usize::BITS - bits) };
         let mut rng = ark_std::test_rng();
-        let splits: [&[(u32, u32)]; 5] = [
+        let splits: [&[(u32, u32)]; 9] = [
             &[(0, 3), (3, 4), (7, 3)],
             &[(0, 2), (2, 2), (4, 2), (6, 3)],
             &[(0, 1), (1, 1), (2, 1)],
+            &[(0, 1), (1, 2), (3, 1)],
             &[(0, 4), (4, 5)],
+            &[(0, 2), (2, 3)],
             &[(0, 5)],
+            &[(0, 3)],
+            &[(0, 2)],
         ];
         for split in splits {
             let log_n = split.iter().map(|p| p.1).sum::<u32>();
             let n = 1usize << log_n;
-            let fold = Fold::of_middle_passes(log_n, split);
-            assert_eq!(fold.bits == 0, split.len() < 3);
+            let fold = Fold::of_passes(log_n, split);
+            // One bit for each stage whose twiddles carry a factor (see `stage_factors`).
+            let carried = split
+                .iter()
+                .filter(|&&(s0, k)| folds_pass(log_n, s0, k))
+                .map(|&(s0, k)| (s0..s0 + k).filter(|&s| s0 > 0 || s >= 2).count() as u32)
+                .sum::<u32>();
+            assert_eq!(fold.bits, carried, "passes {split:?}");
             let omega = cuzk_field::constants::root_of_unity(log_n).unwrap();
             let [g, g_inv] = coset_bases();
             let n_inv = Fr::from(n as u64).inverse().unwrap();
-            // Stage s's factor: its middle pass's, 1 outside the middle passes.
+            // Stage s's factor: its first or middle pass's, 1 in the last pass.
             let factor = |base: Fr| {
                 move |s: u32| {
                     split
                         .iter()
-                        .filter(|&&(s0, k)| s0 > 0 && s0 + k < log_n && (s0..s0 + k).contains(&s))
+                        .filter(|&&(s0, k)| folds_pass(log_n, s0, k) && (s0..s0 + k).contains(&s))
                         .map(|&(s0, k)| {
                             stage_factors(base, log_n, s0, k)[(s - s0) as usize].0.to_ark_unchecked()
                         })
@@ -757,24 +580,15 @@ mod tests {
             let y: Vec<Fr> = (0..n).map(|i| y[rev(i, log_n)] * table[fold.index(i)]).collect();
             assert_eq!(y, oracle(NttKind::CosetInverse), "inverse, passes {split:?}");
         }
-        // The device's splits: 2^24 folds bits 8..16, 2^27 bits 9..18, 2^28 (four passes) 7..21.
+        // The device's splits: 2^24 folds bits 8..22, 2^27 bits 9..25, 2^28 (four passes) 7..26; the
+        // witness map's turns, which run the first pass unfolded, leave out only the middle passes'
+        // bits: 8..16 at 2^24, 9..18 at 2^27, 7..21 at 2^28, none with two passes.
+        assert_eq!(Fold::of_passes(24, &passes(24)), Fold { low: 8, bits: 14 });
+        assert_eq!(Fold::of_passes(27, &passes(27)), Fold { low: 9, bits: 16 });
+        assert_eq!(Fold::of_passes(28, &passes(28)), Fold { low: 7, bits: 19 });
         assert_eq!(Fold::of_middle_passes(24, &passes(24)), Fold { low: 8, bits: 8 });
         assert_eq!(Fold::of_middle_passes(27, &passes(27)), Fold { low: 9, bits: 9 });
         assert_eq!(Fold::of_middle_passes(28, &passes(28)), Fold { low: 7, bits: 14 });
         assert_eq!(Fold::of_middle_passes(18, &passes(18)), Fold::default());
-    }
-
-    #[test]
-    fn two_level_tables_reproduce_powers() {
-        let s = Fr::from(5u64);
-        for count in [1usize, 2, 7, 64, 1000] {
-            let (lo, hi, lo_bits) = two_level(s, count);
-            assert!(hi.len() << lo_bits >= count);
-            for i in [0, count / 2, count - 1] {
-                let v =
-                    hi[i >> lo_bits].0.to_ark_unchecked() * lo[i & ((1 << lo_bits) - 1)].0.to_ark_unchecked();
-                assert_eq!(v, s.pow([i as u64]));
-            }
-        }
     }
 }

@@ -27,7 +27,7 @@ pub use ntt::{
     quotient, scale, Decimation, Factor, Fold, PowerTable, ScaleAt, MAX_PASS_STAGES,
 };
 #[cfg(test)]
-pub(crate) use twiddles::stage_factors;
+pub(crate) use twiddles::{folds_pass, stage_factors};
 pub use twiddles::{shoup_pairs, shoup_twiddles, TwiddlePlacement, TwiddleTable, Twiddles};
 
 /// Which units a kernel's field multiplications use: the NTT passes' (`kernels/ntt/ntt.cu`), G1's

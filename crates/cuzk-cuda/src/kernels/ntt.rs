@@ -6,7 +6,7 @@ use std::sync::Arc;
 use ark_bls12_381::Fr;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::twiddles::{check_twiddles, pass_columns, TwiddleTable, Twiddles};
+use super::twiddles::{check_twiddles, folds_pass, pass_columns, TwiddleTable, Twiddles};
 use super::{count, elementwise, expect_len, MulUnits, BLOCK};
 use crate::modules::PASS_TILE_BITS;
 use crate::profile::Probe;
@@ -33,15 +33,15 @@ pub struct PowerTable {
     /// `2^(lo_bits/2 + 1)`. Only the bit reversals ([`bit_reverse`], [`bit_reverse_minus`]) and the
     /// witness map's turn ([`ntt_pass_turn`]) read full tables.
     pub full: bool,
-    /// The index bits a full table leaves out, their powers carried by the transform's middle passes
-    /// ([`TwiddleTable::with_folded_pass_tables`]): `2^(lo_bits − fold.bits)` entries. None for
-    /// two-level tables.
+    /// The index bits a full table leaves out, their powers carried by the transform's first and
+    /// middle passes ([`TwiddleTable::with_folded_pass_tables`]): `2^(lo_bits − fold.bits)`
+    /// entries. None for two-level tables.
     pub fold: Fold,
 }
 
 /// Bits `low .. low + bits` of a power's index, which a full [`PowerTable`] leaves out: their powers
-/// come from the twiddles of a coset transform's middle passes instead, and the table holds only the
-/// powers of the indices without them, entry [`Fold::index`]`(i)` for index `i`.
+/// come from the twiddles of a coset transform's first and middle passes instead, and the table
+/// holds only the powers of the indices without them, entry [`Fold::index`]`(i)` for index `i`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Fold {
     /// The lowest bit left out.
@@ -55,12 +55,34 @@ impl Fold {
     /// from stage 0 up, as [`crate::ntt::passes`] gives them) cover: stage `s` multiplies by its
     /// twiddles the elements whose index has bit `log_n − 1 − s` set, so the stages from the end of
     /// the first pass to the start of the last cover bits `k_last .. log_n − k_first`. None with
-    /// fewer than three passes.
+    /// fewer than three passes. The witness map's turn, which runs an interpolation's first pass
+    /// unfolded, scales by a table without these bits; the transforms of [`ntt_pass`] fold more
+    /// ([`Fold::of_passes`]).
     pub fn of_middle_passes(log_n: u32, passes: &[(u32, u32)]) -> Self {
         match (passes.first(), passes.last()) {
             (Some(&(_, first)), Some(&(_, last))) if passes.len() >= 3 => {
                 Self { low: last, bits: log_n - first - last }
             }
+            _ => Self::default(),
+        }
+    }
+
+    /// The bits that the folded pass tables of a transform of `2^log_n` elements in `passes` cover
+    /// ([`TwiddleTable::with_folded_pass_tables`]): those of the stages of the first and middle
+    /// passes but stages 0 and 1 of the first (its stage 0 multiplies by no twiddle and its stage 1
+    /// skips the products by 1, so those cannot carry powers; every other stage of a first or
+    /// middle pass multiplies at every position). Stage `s` covers bit `log_n − 1 − s`: with a first
+    /// pass of at least two stages and a last of `k_last`, bits `k_last .. log_n − 2` (a single
+    /// pass: bits `0 .. log_n − 2`).
+    pub fn of_passes(log_n: u32, passes: &[(u32, u32)]) -> Self {
+        // Folded stages from `from` (2, or 1 when it opens the second pass) up to the last pass.
+        let (from, to) = match passes {
+            [] => return Self::default(),
+            [_] => (2, log_n),
+            [(_, first), .., (_, last)] => ((*first).min(2), log_n - last),
+        };
+        match to.checked_sub(from) {
+            Some(bits) if bits > 0 => Self { low: log_n - to, bits },
             _ => Self::default(),
         }
     }
@@ -318,10 +340,10 @@ pub enum Decimation {
 /// memory holds the `2^(k+c)` elements and as many twiddles (64 KiB at most). A pass from stage 0
 /// runs as `ntt_pass_first`, whose stage 1 skips the products by a twiddle of 1 (a quarter of them).
 ///
-/// With `fold`, a middle pass (`0 < s0`, `s0 + k < log_n`) multiplies by its own table's twiddles
-/// with powers of `fold` in them ([`TwiddleTable::with_folded_pass_tables`]; an error if `tw` has
-/// none): the share of a coset's powers that the bits of [`Fold::of_middle_passes`] give. First and
-/// last passes carry none, whatever `fold` says.
+/// With `fold`, a first or middle pass (`s0 = 0` or `s0 + k < log_n`) multiplies by its own
+/// table's twiddles with powers of `fold` in them ([`TwiddleTable::with_folded_pass_tables`]; an
+/// error if `tw` has none): the share of a coset's powers that the bits of [`Fold::of_passes`]
+/// give. A last pass (unless it is also the first) carries none, whatever `fold` says.
 #[allow(clippy::too_many_arguments)]
 pub fn ntt_pass(
     gpu: &Gpu,
@@ -383,8 +405,7 @@ pub fn ntt_pass_times(
         });
     }
     let dif = u32::from(decimation == Decimation::Frequency);
-    let middle = s0 > 0 && s0 + k < log_n;
-    let fold = fold.filter(|_| middle);
+    let fold = fold.filter(|_| folds_pass(log_n, s0, k));
     let (table, own) = match (tw.pass_table(s0, k, fold), fold) {
         (Some(own), _) => (own, 1u32),
         (None, None) => (&tw.values, 0),
@@ -392,7 +413,7 @@ pub fn ntt_pass_times(
             return Err(CudaError::Size {
                 op: "ntt_pass",
                 size: n,
-                reason: "no table of this middle pass carries the coset powers asked for",
+                reason: "no table of this pass carries the coset powers asked for",
             })
         }
     };

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use ark_bls12_381::Fr;
-use ark_ff::Field;
+use ark_ff::{Field, One};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
 use cuzk_field::{DeviceFr, DeviceRepr};
 
@@ -80,8 +80,8 @@ pub struct TwiddleTable {
 /// The twiddles of one pass (stages `s0 .. s0 + k`) in the order its blocks hold them
 /// (`ntt_pass_twiddles` in `kernels/ntt/ntt.cu`): a block's are one run of consecutive elements, where
 /// in the transform's table a column's twiddles of one stage lie `2^(log2 n − 1 − s0 − t)` apart.
-/// With `fold`, the twiddles of stage `s` carry the factor `fold^(2^(log2 n − 1 − s))`
-/// ([`TwiddleTable::with_folded_pass_tables`]).
+/// With `fold`, the twiddles of stage `s` carry the factor `fold^(2^(log2 n − 1 − s))` (but stages 0
+/// and 1 of a first pass: [`stage_factors`]; [`TwiddleTable::with_folded_pass_tables`]).
 #[derive(Debug)]
 pub(crate) struct PassTwiddles {
     s0: u32,
@@ -118,15 +118,16 @@ impl TwiddleTable {
         self.add_pass_tables(gpu, stream, log_n, passes, None)
     }
 
-    /// This table with tables of their own for the middle passes of a transform of `2^log_n` elements
-    /// in `passes` (those with `0 < s0` and `s0 + k < log_n`) whose twiddles carry powers of `fold`:
-    /// those of stage `s` multiplied by `fold^(2^(log_n − 1 − s))`. Stage `s` multiplies by its
-    /// twiddles exactly the elements whose index has bit `log_n − 1 − s` set (the input's index in
-    /// decimation in time, the output's in frequency), so these passes scale element `i` by the
-    /// power of `fold` that the bits of `i` in the range of [`super::Fold::of_middle_passes`] give,
-    /// and a coset transform's bit reversal need only scale by the power of the other bits (one
-    /// product from a small table: [`super::PowerTable::fold`]). A table of the same size as the
-    /// pass's plain one.
+    /// This table with tables of their own for the first and middle passes of a transform of
+    /// `2^log_n` elements in `passes` (those with `s0 = 0` or `s0 + k < log_n`) whose twiddles carry
+    /// powers of `fold`: those of stage `s` multiplied by `fold^(2^(log_n − 1 − s))`, except stages
+    /// 0 and 1 of a first pass, which do not multiply at every position (their factor is 1). Stage
+    /// `s` multiplies by its twiddles exactly the elements whose index has bit `log_n − 1 − s` set
+    /// (the input's index in decimation in time, the output's in frequency), so these passes scale
+    /// element `i` by the power of `fold` that the bits of `i` in the range of
+    /// [`super::Fold::of_passes`] give, and a coset transform's bit reversal need only scale by the
+    /// power of the other bits (one product from a small table: [`super::PowerTable::fold`]). Tables
+    /// of the same sizes as the passes' plain ones.
     pub fn with_folded_pass_tables(
         self,
         gpu: &Gpu,
@@ -138,8 +139,8 @@ impl TwiddleTable {
         self.add_pass_tables(gpu, stream, log_n, passes, Some(fold))
     }
 
-    /// Adds the passes' own tables that it lacks: with `fold` the middle passes' (`0 < s0`,
-    /// `s0 + k < log_n`), folded; without, the first and middle passes' plain ones.
+    /// Adds the first and middle passes' own tables ([`folds_pass`]) that it lacks, folded with
+    /// `fold`.
     fn add_pass_tables(
         mut self,
         gpu: &Gpu,
@@ -149,11 +150,7 @@ impl TwiddleTable {
         fold: Option<Fr>,
     ) -> Result<Self, CudaError> {
         for &(s0, k) in passes {
-            let wanted = match fold {
-                None => s0 == 0 || s0 + k < log_n,
-                Some(_) => s0 > 0 && s0 + k < log_n,
-            };
-            if !wanted || k > MAX_PASS_STAGES || self.pass_table(s0, k, fold).is_some() {
+            if !folds_pass(log_n, s0, k) || k > MAX_PASS_STAGES || self.pass_table(s0, k, fold).is_some() {
                 continue;
             }
             let values = self.pass_table_on_device(gpu, stream, log_n, s0, k, fold)?;
@@ -225,11 +222,22 @@ impl TwiddleTable {
     }
 }
 
+/// Whether the pass over stages `s0 .. s0 + k` of a transform of `2^log_n` elements has a table of
+/// its own (plain or folded): a first pass (`s0 = 0`) or a middle one (`s0 + k < log_n`), whose
+/// blocks share their twiddles. A last pass's blocks each read twiddles no other block reads.
+pub(crate) fn folds_pass(log_n: u32, s0: u32, k: u32) -> bool {
+    s0 == 0 || s0 + k < log_n
+}
+
 /// The factors by which a pass over stages `s0 .. s0 + k` of a transform of `2^log_n` elements
 /// multiplies its twiddles to carry powers of `fold` ([`TwiddleTable::with_folded_pass_tables`]):
-/// `fold^(2^(log_n − 1 − s))` for stage `s = s0 + t`, at `t`, in Montgomery form.
+/// `fold^(2^(log_n − 1 − s))` for stage `s = s0 + t`, at `t`, in Montgomery form; 1 for stages 0
+/// and 1 of a first pass (`s0 = 0`), whose products by a twiddle of 1 the pass skips (all of stage
+/// 0's, position 0's of stage 1: `run_stages` in `kernels/ntt/ntt.cu`), so that a factor on their
+/// twiddles would miss those elements.
 pub(crate) fn stage_factors(fold: Fr, log_n: u32, s0: u32, k: u32) -> Vec<GpuFr> {
-    (s0..s0 + k).map(|s| GpuFr(DeviceFr::from_ark(&fold.pow([1u64 << (log_n - 1 - s)])))).collect()
+    let factor = |s: u32| if s0 == 0 && s < 2 { Fr::one() } else { fold.pow([1u64 << (log_n - 1 - s)]) };
+    (s0..s0 + k).map(|s| GpuFr(DeviceFr::from_ark(&factor(s)))).collect()
 }
 
 /// Columns `2^c` a block of the pass over stages `s0 .. s0 + k` takes: as many as fit a tile of
