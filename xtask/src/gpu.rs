@@ -119,7 +119,11 @@ const RUN_SH: &str = r##"#!/usr/bin/env bash
 # each: the tests of the sparse products' row split and of the ones' two ways; gpu_bench and
 # msm_bench on witness-like scalars; the porep-like 2^27 partition). Writes gpu-tests.log, bench.md,
 # bench.json, ntt-profile.txt, msm.md, msm.json, prove.json, units.log, units-porep.log, witness.log,
-# witness-bench.log, porep.log (those of the parts run) and summary.md into OUTDIR; exits non-zero if any test or bench failed. `run.sh --unpack` only unpacks the binaries.
+# witness-bench.log, porep.log (those of the parts run) and summary.md into OUTDIR; exits non-zero if
+# any test or bench failed. `run.sh --unpack` only unpacks the binaries. With DEADLINE_S set, every
+# binary runs under `timeout` with what is left of DEADLINE_S seconds from the start, and one that
+# would start with 5 seconds or less left is skipped (both count as failures), so that a call with a
+# time limit still writes its summary; give each part its own limit by calling run.sh once a part.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 for packed in "$here"/*.gz; do
@@ -135,54 +139,61 @@ for p in $parts; do
   esac
 done
 want() { [[ $parts == *" $1 "* ]]; }
+start=$(date +%s)
+bounded() {
+  [ -z "${DEADLINE_S:-}" ] && { "$@"; return; }
+  local left=$((start + DEADLINE_S - $(date +%s)))
+  if [ "$left" -le 5 ]; then echo "run.sh: DEADLINE_S reached, skipped: ${1##*/} ${*:2}" >&2; return 124; fi
+  timeout "$left" "$@"
+}
 mkdir -p "$out"
 status=0
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/device.txt" 2>&1 || true
-if want tests; then "$here/gpu-tests" --test-threads=1 2>&1 | tee -a "$out/gpu-tests.log" || status=1; fi
-if want engine; then "$here/gpu-engine-tests" --test-threads=1 2>&1 | tee -a "$out/gpu-tests.log" || status=1; fi
-if want bench; then "$here/gpu_bench" --json "$out/bench.json" 2>&1 | tee "$out/bench.md" || status=1; fi
-if want ntt; then "$here/ntt_profile" 20 24 2>&1 | tee "$out/ntt-profile.txt" || status=1; fi
-if want msm; then "$here/msm_bench" --json "$out/msm.json" 2>&1 | tee "$out/msm.md" || status=1; fi
+if want tests; then bounded "$here/gpu-tests" --test-threads=1 2>&1 | tee -a "$out/gpu-tests.log" || status=1; fi
+if want engine; then bounded "$here/gpu-engine-tests" --test-threads=1 2>&1 | tee -a "$out/gpu-tests.log" || status=1; fi
+if want bench; then bounded "$here/gpu_bench" --json "$out/bench.json" 2>&1 | tee "$out/bench.md" || status=1; fi
+if want ntt; then bounded "$here/ntt_profile" 20 24 2>&1 | tee "$out/ntt-profile.txt" || status=1; fi
+if want msm; then bounded "$here/msm_bench" --json "$out/msm.json" 2>&1 | tee "$out/msm.md" || status=1; fi
 if want prove; then
-  "$here/cuzk" bench --backend cuda -k 20 -p 2 --repeat 3 --json > "$out/prove.json" || status=1
+  bounded "$here/cuzk" bench --backend cuda -k 20 -p 2 --repeat 3 --json > "$out/prove.json" || status=1
 fi
 if want units; then
   {
-    "$here/gpu-tests" --test-threads=1 fr_operations fq_operations fp64_units || status=1
-    "$here/gpu-engine-tests" --test-threads=1 fp64_units || status=1
-    "$here/gpu_bench" || status=1
-    "$here/ntt_profile" 24 27 || status=1
-    "$here/msm_bench" --sizes 24,27 --curves g1 --units integer,fp64,mixed --ark-max 0 || status=1
+    bounded "$here/gpu-tests" --test-threads=1 fr_operations fq_operations fp64_units || status=1
+    bounded "$here/gpu-engine-tests" --test-threads=1 fp64_units || status=1
+    bounded "$here/gpu_bench" || status=1
+    bounded "$here/ntt_profile" 24 27 || status=1
+    bounded "$here/msm_bench" --sizes 24,27 --curves g1 --units integer,fp64,mixed --ark-max 0 || status=1
   } > "$out/units.log" 2>&1
   cat "$out/units.log"
 fi
 if want units-porep; then
   for u in integer fp64 mixed; do
-    "$here/cuzk" bench --backend cuda --circuit porep-like --witness-only -k 27 -p 1 --repeat 1 \
+    bounded "$here/cuzk" bench --backend cuda --circuit porep-like --witness-only -k 27 -p 1 --repeat 1 \
       --timing-key --no-baseline --check-sample 0 --mul-units "$u" --json || status=1
   done > "$out/units-porep.log" 2>&1
   cat "$out/units-porep.log"
 fi
 if want witness; then
   {
-    "$here/gpu-tests" --test-threads=1 device_evaluation device_check evaluated_on_the_device msm_ones \
+    bounded "$here/gpu-tests" --test-threads=1 device_evaluation device_check evaluated_on_the_device msm_ones \
       batched_affine_sums widened_batches || status=1
-    "$here/gpu-engine-tests" --test-threads=1 || status=1
+    bounded "$here/gpu-engine-tests" --test-threads=1 || status=1
   } > "$out/witness.log" 2>&1
   cat "$out/witness.log"
 fi
 if want witness-bench; then
   {
-    "$here/gpu_bench" || status=1
-    "$here/msm_bench" --sizes 24 --curves g1,g2 --scalars bits --ark-max 0 --ones apart,round || status=1
-    "$here/msm_bench" --sizes 27 --curves g1 --scalars bits --ark-max 0 --batches 27 --windows 16,20 --ones apart,round \
+    bounded "$here/gpu_bench" || status=1
+    bounded "$here/msm_bench" --sizes 24 --curves g1,g2 --scalars bits --ark-max 0 --ones apart,round || status=1
+    bounded "$here/msm_bench" --sizes 27 --curves g1 --scalars bits --ark-max 0 --batches 27 --windows 16,20 --ones apart,round \
       --sorts binned,direct || status=1
-    "$here/msm_bench" --sizes 16,19 --curves g2 --scalars bits --ark-max 0 --ones apart,round || status=1
+    bounded "$here/msm_bench" --sizes 16,19 --curves g2 --scalars bits --ark-max 0 --ones apart,round || status=1
   } > "$out/witness-bench.log" 2>&1
   cat "$out/witness-bench.log"
 fi
 if want porep; then
-  "$here/cuzk" bench --backend cuda --circuit porep-like --witness-only -k 27 -p 1 --repeat 1 \
+  bounded "$here/cuzk" bench --backend cuda --circuit porep-like --witness-only -k 27 -p 1 --repeat 1 \
     --timing-key --no-baseline --check-sample 0 --json > "$out/porep.log" 2>&1 || status=1
   cat "$out/porep.log"
 fi
@@ -197,3 +208,43 @@ fi
 } > "$out/summary.md"
 exit $status
 "##;
+
+#[cfg(test)]
+mod tests {
+    use super::RUN_SH;
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn run_sh_stops_a_part_at_its_deadline_and_still_writes_the_summary() {
+        // A fake test binary that would run for a minute: DEADLINE_S=6 stops it after 6 s, skips
+        // the next part (nothing left), fails the run and writes summary.md all the same.
+        let dir = std::env::temp_dir().join(format!("cuzk-run-sh-{}", std::process::id()));
+        let out = dir.join("out");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("run.sh"), RUN_SH).unwrap();
+        let slow = dir.join("gpu-tests");
+        std::fs::write(&slow, "#!/bin/sh\necho 'test slow ... started'\nsleep 60\n").unwrap();
+        let chmod = Command::new("chmod").arg("+x").arg(&slow).status().unwrap();
+        assert!(chmod.success());
+        let started = Instant::now();
+        let run = Command::new("bash")
+            .arg(dir.join("run.sh"))
+            .arg(&out)
+            .args(["tests", "engine"])
+            .env("DEADLINE_S", "6")
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        let log = std::fs::read_to_string(out.join("gpu-tests.log")).unwrap_or_default();
+        let summary = out.join("summary.md").exists();
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(took >= Duration::from_secs(5) && took < Duration::from_secs(30), "took {took:?}");
+        assert!(!run.status.success(), "a stopped part fails the run");
+        assert!(log.contains("started"), "the part ran until its deadline: {log:?}");
+        // The parts' own output (the skip notice included) goes to their logs.
+        assert!(log.contains("skipped: gpu-engine-tests"), "{log} {stderr}");
+        assert!(summary, "summary.md written");
+    }
+}
