@@ -447,17 +447,18 @@ __device__ __forceinline__ Fr stored(const Fr& a) {
     }
 }
 
-// The k stages themselves on the block's elements in shared memory (data), twiddles in tws; every
-// thread of the block takes part, and the last stage is followed by a barrier. Elements come in below
-// p (below 2p with SHOUP) and leave below p (below 2p with SHOUP).
+// The k stages themselves on the block's `size` elements in shared memory (data), twiddles in tws;
+// every thread of the block takes part, and the last stage is followed by a barrier. Elements come in
+// below p (below 2p with SHOUP) and leave below p (below 2p with SHOUP). `size` is 2^(k+c), or with
+// c = 0 a multiple of 2^k: that many tiles of 2^k one after the other, all with the same twiddles
+// (pass_gather).
 // With SKIP1, stage 1 of a first pass (c = 0) multiplies only where its twiddle is not 1 (below); the
 // passes over strided columns, which never hold stage 1, are compiled without that code (with it they
 // took two registers more and ran 1-2% slower on the H200).
 template <int U, bool SKIP1, class Data>
 __device__ __forceinline__ void run_stages(Data data, Twiddles tws, uint32_t s0, uint32_t k, uint32_t c,
-                                           uint32_t dif) {
+                                           uint32_t dif, uint32_t size) {
     const uint32_t cols = 1u << c;
-    const uint32_t size = 1u << (k + c);
     for (uint32_t step = 0; step < k; step++) {
         const uint32_t t = dif ? k - 1 - step : step;
         if (SKIP1 && s0 + t == 1 && c == 0) {
@@ -539,7 +540,7 @@ __device__ __forceinline__ void pass(Fr* x, const Fr* y, const Fr* tw, uint32_t 
     }
     const Twiddles tws = load_twiddles<U>(sh + size, tw, log_n, s0, k, c, low0, own, from);
     __syncthreads();
-    run_stages<U, SKIP1>(data, tws, s0, k, c, dif);
+    run_stages<U, SKIP1>(data, tws, s0, k, c, dif, size);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x)
         x[base + ((size_t)(i >> c) << s0) + (i & (cols - 1))] = stored<U>(data.get(i));
 }
@@ -565,6 +566,79 @@ NTT_PASS(ntt_pass_shoup, SHOUP, false, false)
 NTT_PASS(ntt_pass_first_shoup, SHOUP, true, false)
 NTT_PASS(ntt_pass_times_shoup, SHOUP, true, true)
 
+// The 2^tb tiles of 2^k elements of pass_gather in shared memory: as HalvesOf, element i at i with
+// its low three bits XORed with 7 where bit 3 is set (Tile's swizzle, for the stages below 3) and with
+// its three bits below bit k + min(tb, 3) (where k + min(tb, 3) >= 7, so that they lie above bit 3). A quarter-warp of
+// pass_gather's loads stores its eight elements at positions of one low part (a bit-reversed run) in
+// 2^min(tb, 3) tiles, 2^(3 - min(tb, 3)) apart in their top bits: those three bits tell them apart
+// and spread them over the eight bank groups. Within a stage a quarter-warp's accesses share them
+// (k >= 4), so the stages see Tile's layout.
+struct GatherTile {
+    Halves halves;
+    uint32_t shift, top;
+
+    __device__ __forceinline__ static GatherTile at(void* base, uint32_t k, uint32_t tb) {
+        const uint32_t end = k + min(tb, 3u);
+        return {Halves::at(base, 1u << (k + tb)), end >= 7 ? end - 3 : 0, end >= 7 ? 7u : 0u};
+    }
+    __device__ __forceinline__ uint32_t slot(uint32_t i) const {
+        return Tile::slot(i) ^ ((i >> shift) & top);
+    }
+    __device__ __forceinline__ Fr get(uint32_t i) const { return halves.get(slot(i)); }
+    __device__ __forceinline__ void set(uint32_t i, const Fr& x) const { halves.set(slot(i), x); }
+};
+
+// The first pass (stages 0 .. k-1) of a transform decimated in time, out of place, with the bit
+// reversal that precedes it folded into its loads: out receives what the bit reversal of x followed by
+// ntt_pass_first would leave in x; x is only read. Write a natural index i = (r, b, a) (top k bits r,
+// then log_n - k - tb bits b, low tb bits a) and m = log_n - k: the tiles of 2^k consecutive positions
+// that the first pass transforms, at bit-reversed positions, gather their elements from r varying, b
+// and a fixed. Block b takes the 2^tb tiles of one b, so that its loads read runs of 2^tb consecutive
+// elements (as a strided pass does), holds tile a at a 2^k .. a 2^k + 2^k - 1 (position rev_k(r)),
+// runs the stages over all of them at once (c = 0: every tile has the same twiddles), and writes tile
+// a to positions (rev_tb(a), rev(b), 0 .. 2^k - 1) (top tb bits, then m - tb, then k): runs of 2^k.
+// With `scale` 1 (a table in Montgomery's form) or 2 (in Shoup's), each element is multiplied on its
+// way in by the power of its natural index that `scaled` reads (powers 1 or 2): a coset transform's
+// powers that its passes' twiddles do not carry, as the bit reversal would have scaled it.
+template <int U>
+__device__ __forceinline__ void pass_gather(Fr* out, const Fr* x, const Fr* tw, uint32_t log_n, uint32_t k,
+                                            uint32_t tb, uint32_t own, uint32_t from, uint32_t scale, const Fr* lo,
+                                            const Fr* hi, uint32_t lo_bits, uint32_t powers, uint32_t fold_low,
+                                            uint32_t fold_bits) {
+    extern __shared__ Fr sh[];
+    const uint32_t bits = k + tb, size = 1u << bits, m = log_n - k, tiles = 1u << tb;
+    const GatherTile data = GatherTile::at(sh, k, tb);
+    const uint32_t b = blockIdx.x;
+    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
+        const uint32_t a = i & (tiles - 1), r = i >> tb;
+        const uint32_t src = (r << m) | (b << tb) | a;
+        Fr v = x[src];
+        // powers is 1 or 2 (the host checks), so scaled does not read its constant (given v).
+        if (scale == 1) v = scaled<false>(v, v, lo, hi, lo_bits, powers, src, fold_low, fold_bits);
+        if (scale == 2) v = scaled<true>(v, v, lo, hi, lo_bits, powers, src, fold_low, fold_bits);
+        data.set((a << k) | bit_reverse(r, k), v);
+    }
+    const Twiddles tws = load_twiddles<U>(sh + size, tw, log_n, 0, k, 0, 0, own, from);
+    __syncthreads();
+    run_stages<U, true>(data, tws, 0, k, 0, 0, size);
+    const uint32_t row = bit_reverse(b, m - tb) << k;
+    for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
+        const uint32_t a = i >> k, j = i & ((1u << k) - 1);
+        out[(bit_reverse(a, tb) << (log_n - tb)) | row | j] = stored<U>(data.get(i));
+    }
+}
+
+#define NTT_PASS_GATHER(name, U)                                                                                    \
+    extern "C" __global__ void name(Fr* out, const Fr* x, const Fr* tw, uint32_t log_n, uint32_t k, uint32_t tb,    \
+                                    uint32_t own, uint32_t from, uint32_t scale, const Fr* lo, const Fr* hi,        \
+                                    uint32_t lo_bits, uint32_t powers, uint32_t fold_low, uint32_t fold_bits) {     \
+        pass_gather<U>(out, x, tw, log_n, k, tb, own, from, scale, lo, hi, lo_bits, powers, fold_low, fold_bits); \
+    }
+NTT_PASS_GATHER(ntt_pass_gather, 0)
+NTT_PASS_GATHER(ntt_pass_gather_fp64, 1)
+NTT_PASS_GATHER(ntt_pass_gather_mixed, 2)
+NTT_PASS_GATHER(ntt_pass_gather_shoup, SHOUP)
+
 // The witness map's turn from interpolation to evaluation on the coset, on each block of 2^k
 // consecutive elements: the last pass of an inverse transform decimated in frequency (stages k-1 .. 0,
 // twiddles itw), the scaling of the coefficient held at index i by c * s^rev(i) (rev over log_n bits:
@@ -587,7 +661,7 @@ __device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, ui
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) data.set(i, x[base + i]);
     const Twiddles itws = load_twiddles<U>(sh + size, itw, log_n, 0, k, 0, 0, 0, k);
     __syncthreads();
-    run_stages<U, true>(data, itws, 0, k, 0, 1);
+    run_stages<U, true>(data, itws, 0, k, 0, 1, size);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
         const uint32_t e = bit_reverse((uint32_t)base + i, log_n);
         // Both Shoup products lazy: the stages take and give elements below 2p.
@@ -607,7 +681,7 @@ __device__ __forceinline__ void pass_turn(Fr* x, const Fr* itw, const Fr* tw, ui
     }
     const Twiddles tws = load_twiddles<U>(sh + size, tw, log_n, 0, k, 0, 0, 0, k);
     __syncthreads();
-    run_stages<U, true>(data, tws, 0, k, 0, 0);
+    run_stages<U, true>(data, tws, 0, k, 0, 0, size);
     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) x[base + i] = stored<U>(data.get(i));
 }
 

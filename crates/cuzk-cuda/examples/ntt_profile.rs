@@ -72,6 +72,33 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
         let ms = time(b, || ntt::ntt(gpu, s, &t, &mut x, kind))?;
         println!("2^{log_n}: whole {kind:?} NTT {ms:.3} ms");
     }
+    // Out of place: the forward transforms' first pass gathers its input in bit-reversed order (no
+    // bit reversal of their own), side by side with the in-place ones above.
+    let mut out = gpu.upload(s, &host)?;
+    for kind in [NttKind::Forward, NttKind::CosetForward] {
+        let inplace = time(b, || ntt::ntt(gpu, s, &t, &mut out, kind))?;
+        let ms = time(b, || ntt::ntt_into(gpu, s, &t, &x, &mut out, kind))?;
+        println!("2^{log_n}: whole {kind:?} NTT out of place {ms:.3} ms (in place {inplace:.3} ms)");
+    }
+    let k0 = ntt::passes(log_n)[0].1;
+    let gather = time(b, || {
+        let tw = t.twiddles(false);
+        kernels::ntt_pass_gather(
+            gpu,
+            s,
+            &x,
+            &mut out,
+            tw,
+            None,
+            log_n,
+            k0,
+            None,
+            t.units(),
+            &mut Probe::default(),
+        )
+    })?;
+    let first = time_pass(b, &mut out, &t, 0, k0, Decimation::Time)?;
+    println!("  first pass k={k0}: gathering its input {gather:.3} ms, in place {first:.3} ms");
     let mut y = gpu.upload(s, &host)?;
     let mut z = gpu.upload(s, &host)?;
     let zinv = Fr::from(5u64);

@@ -73,6 +73,8 @@ pub(crate) struct NttKernels {
     pub(crate) pass_first: [CudaFunction; PASS_KINDS],
     /// `ntt_pass_times`: a pass on `x ∘ y`.
     pub(crate) pass_times: [CudaFunction; PASS_KINDS],
+    /// `ntt_pass_gather`: a first pass out of place, the bit reversal before it in its loads.
+    pub(crate) pass_gather: [CudaFunction; PASS_KINDS],
     /// The witness map's fused last inverse pass, coset scaling and first forward pass.
     pub(crate) pass_turn: [CudaFunction; PASS_KINDS],
     /// Shoup's twiddle tables, and power tables' halves in Shoup's form, from Montgomery values.
@@ -107,6 +109,7 @@ impl NttKernels {
         let pass = kinds("ntt_pass")?;
         let pass_first = kinds("ntt_pass_first")?;
         let pass_times = kinds("ntt_pass_times")?;
+        let pass_gather = kinds("ntt_pass_gather")?;
         let pass_turn = kinds("ntt_pass_turn")?;
         Ok(Self {
             fill_powers: function(&m, "ntt_fill_powers")?,
@@ -121,6 +124,7 @@ impl NttKernels {
             pass,
             pass_first,
             pass_times,
+            pass_gather,
             pass_turn,
             shoup_twiddles: function(&m, "ntt_shoup_twiddles")?,
             pass_twiddles: function(&m, "ntt_pass_twiddles")?,

@@ -24,7 +24,7 @@ use crate::kernels::{
     MAX_PASS_STAGES,
 };
 use crate::profile::Probe;
-use crate::{CudaError, Gpu, GpuFr};
+use crate::{CudaError, DriverContext, Gpu, GpuFr};
 
 mod powers;
 
@@ -341,6 +341,54 @@ pub fn ntt_probed(
     }
 }
 
+/// Transforms `x` into `out` (both of length `2^tables.log_n()`) on `stream`, natural order in and
+/// out, leaving `x` as it was: the same bits as [`ntt`] on a copy of `x`. The forward transforms
+/// have no bit reversal of their own: their first pass gathers its input from `x` in bit-reversed
+/// order and writes `out` ([`kernels::ntt_pass_gather`], a coset forward's powers of the bits its
+/// passes do not carry taken on the way in), one trip through device memory less than [`ntt`]. The
+/// inverse ones copy `x` into `out` and transform it there as [`ntt`] does.
+pub fn ntt_into(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    tables: &NttTables,
+    x: &CudaSlice<GpuFr>,
+    out: &mut CudaSlice<GpuFr>,
+    kind: NttKind,
+) -> Result<(), CudaError> {
+    ntt_into_probed(gpu, stream, tables, x, out, kind, &mut Probe::default())
+}
+
+/// [`ntt_into`], timing each kernel into `probe` when it is enabled.
+pub fn ntt_into_probed(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    tables: &NttTables,
+    x: &CudaSlice<GpuFr>,
+    out: &mut CudaSlice<GpuFr>,
+    kind: NttKind,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    check_len("ntt_into", tables, x)?;
+    check_len("ntt_into", tables, out)?;
+    let log_n = tables.log_n;
+    let forward = matches!(kind, NttKind::Forward | NttKind::CosetForward);
+    if !forward || log_n == 0 {
+        stream.memcpy_dtod(x, out).during("copying an NTT's input")?;
+        return ntt_probed(gpu, stream, tables, out, kind, probe);
+    }
+    let coset = kind == NttKind::CosetForward;
+    let fold = (tables.coset_form.folds() && coset).then_some(coset_bases()[0]);
+    let scale = coset.then_some(&tables.device.coset);
+    let tw = tables.twiddles(false);
+    let all = passes(log_n);
+    let (_, k0) = all[0];
+    kernels::ntt_pass_gather(gpu, stream, x, out, tw, fold, log_n, k0, scale, tables.units, probe)?;
+    for &(s0, k) in &all[1..] {
+        kernels::ntt_pass(gpu, stream, out, tw, fold, log_n, s0, k, Decimation::Time, tables.units, probe)?;
+    }
+    Ok(())
+}
+
 /// The witness map's transforms on the GPU: `a`, `b`, `c` hold the evaluations of A·z, B·z, C·z on the
 /// domain (natural order); on return `a` holds the coefficients of `h = (A·B − C)·z_inv` in natural
 /// order (`z_inv` the inverse of the vanishing polynomial on the coset), and `b`, `c` are clobbered.
@@ -459,6 +507,61 @@ mod tests {
             assert_eq!(p.iter().map(|(_, k)| k).sum::<u32>(), log_n);
             assert!(p.iter().all(|(_, k)| (1..=MAX_PASS_STAGES).contains(k)));
             assert!(p.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
+        }
+    }
+
+    #[test]
+    fn a_gather_pass_loads_into_each_tile_position_the_bit_reversal_of_where_it_stores_it() {
+        // A model of `ntt_pass_gather`'s index arithmetic (kernels/ntt/ntt.cu) for the first pass of
+        // every size: the natural index a block loads into tile position (a, rev_k(r)) is the bit
+        // reversal of the index it stores that position to, every index is loaded once and stored
+        // once, and `GatherTile`'s slots are a permutation that gives each aligned eight of a load
+        // loop's stores (a quarter-warp's) eight bank groups where the tiles' three bits that tell them
+        // apart lie above bit 3 (from 2^7 elements a block up).
+        let rev = |i: u32, bits: u32| if bits == 0 { 0 } else { i.reverse_bits() >> (32 - bits) };
+        for log_n in 1..=28u32 {
+            let k = passes(log_n)[0].1;
+            let tb = crate::modules::PASS_TILE_BITS.saturating_sub(k).min(log_n - k);
+            let (bits, m) = (k + tb, log_n - k);
+            let end = k + tb.min(3);
+            let (shift, top) = if end >= 7 { (end - 3, 7) } else { (0, 0) };
+            let slot = |i: u32| i ^ (0u32.wrapping_sub((i >> 3) & 1) & 7) ^ ((i >> shift) & top);
+            let mut seen = vec![false; 1 << bits];
+            for i in 0..1u32 << bits {
+                assert!(!std::mem::replace(&mut seen[slot(i) as usize], true), "2^{log_n}: slot of {i}");
+            }
+            let load = |b: u32, i: u32| {
+                let (a, r) = (i & ((1 << tb) - 1), i >> tb);
+                ((r << m) | (b << tb) | a, (a << k) | rev(r, k))
+            };
+            if end >= 7 {
+                for group in 0..1u32 << (bits - 3) {
+                    let banks: std::collections::BTreeSet<u32> =
+                        (0..8).map(|t| slot(load(0, 8 * group + t).1) & 7).collect();
+                    assert_eq!(banks.len(), 8, "2^{log_n}: loads {} .. of block 0 conflict", 8 * group);
+                }
+            }
+            if log_n > 16 {
+                continue;
+            }
+            let n = 1usize << log_n;
+            let (mut loaded, mut stored) = (vec![false; n], vec![false; n]);
+            for b in 0..1u32 << (m - tb) {
+                let mut held = vec![u32::MAX; 1 << bits];
+                for i in 0..1u32 << bits {
+                    let (src, at) = load(b, i);
+                    assert!(!std::mem::replace(&mut loaded[src as usize], true));
+                    held[at as usize] = src;
+                }
+                let row = rev(b, m - tb) << k;
+                for (i, &src) in held.iter().enumerate() {
+                    let (a, j) = (i as u32 >> k, i as u32 & ((1 << k) - 1));
+                    let dst = (rev(a, tb) << (log_n - tb)) | row | j;
+                    assert!(!std::mem::replace(&mut stored[dst as usize], true));
+                    assert_eq!(src, rev(dst, log_n), "2^{log_n}: block {b}, tile position {i}");
+                }
+            }
+            assert!(loaded.iter().all(|&l| l) && stored.iter().all(|&s| s), "2^{log_n}");
         }
     }
 

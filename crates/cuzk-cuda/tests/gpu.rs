@@ -296,6 +296,14 @@ fn check_ntts_against_the_cpu(
         ark_ntt(&mut want, kind);
         let diff = first_difference(&to_ark(g.download(s, &x).unwrap()), &want);
         assert!(diff.is_none(), "{what}: NTT {kind:?} of 2^{log_n} differs from ark-poly at {diff:?}");
+        // Out of place (the forward ones' first pass gathering its input bit-reversed): the same
+        // bits, the input untouched, whatever `out` held before.
+        let x = g.upload(s, &to_gpu(&input)).unwrap();
+        let mut out = g.upload(s, &to_gpu(&random_frs(rng, n))).unwrap();
+        cuzk_cuda::ntt::ntt_into(g, s, t, &x, &mut out, kind).unwrap();
+        let diff = first_difference(&to_ark(g.download(s, &out).unwrap()), &want);
+        assert!(diff.is_none(), "{what}: NTT {kind:?} of 2^{log_n} into another buffer differs at {diff:?}");
+        assert!(to_ark(g.download(s, &x).unwrap()) == input, "{what}: ntt_into changed its input");
     }
     let (a, b, c) = (random_frs(rng, n), random_frs(rng, n), random_frs(rng, n));
     let z_inv = Fr::rand(rng);
@@ -421,6 +429,11 @@ fn coset_ntts_with_powers_folded_into_the_first_and_middle_passes_match_ark_poly
     )
     .expect_err("no folded table for this pass");
     assert!(err.to_string().contains("coset powers"), "{err}");
+    // A transform into a buffer of another length is refused, naming the operation.
+    let mut short = g.zeros::<GpuFr>(s, (1 << log_n) - 1).unwrap();
+    let err = cuzk_cuda::ntt::ntt_into(g, s, &t, &x, &mut short, NttKind::CosetForward)
+        .expect_err("output of the wrong length");
+    assert!(err.to_string().contains("ntt_into"), "{err}");
 }
 
 #[test]

@@ -23,8 +23,8 @@ pub use field::{
     FIELD_OPS, FQ2_OPS,
 };
 pub use ntt::{
-    bit_reverse, bit_reverse_minus, fill_powers, ntt_pass, ntt_pass_times, ntt_pass_turn, pointwise_mul,
-    quotient, scale, Decimation, Factor, Fold, PowerTable, ScaleAt, MAX_PASS_STAGES,
+    bit_reverse, bit_reverse_minus, fill_powers, ntt_pass, ntt_pass_gather, ntt_pass_times, ntt_pass_turn,
+    pointwise_mul, quotient, scale, Decimation, Factor, Fold, PowerTable, ScaleAt, MAX_PASS_STAGES,
 };
 #[cfg(test)]
 pub(crate) use twiddles::{folds_pass, stage_factors};

@@ -452,6 +452,110 @@ pub fn ntt_pass_times(
     Ok(())
 }
 
+/// The first pass of a transform decimated in time, out of place, with the bit reversal before it
+/// folded into its loads: `out` receives what [`bit_reverse`] of `x` (scaled at the source index by
+/// `scale`'s powers when given) followed by [`ntt_pass`] over stages `0 .. k` would leave in `x`, and
+/// `x` is only read. A block gathers `2^tb` tiles of `2^k` (`tb = min(TILE_BITS − k, log_n − k)`), so
+/// that its loads read runs of `2^tb` consecutive elements and its stores runs of `2^k`. An in-place
+/// form cannot exist: the tiles a block writes are read by blocks other than those whose tiles it
+/// reads. `fold` as for [`ntt_pass`]; `scale` is a power table (two-level or full, in either form),
+/// read as [`bit_reverse`] reads it.
+#[allow(clippy::too_many_arguments)]
+pub fn ntt_pass_gather(
+    gpu: &Gpu,
+    stream: &Arc<CudaStream>,
+    x: &CudaSlice<GpuFr>,
+    out: &mut CudaSlice<GpuFr>,
+    tw: &TwiddleTable,
+    fold: Option<Fr>,
+    log_n: u32,
+    k: u32,
+    scale: Option<&PowerTable>,
+    units: MulUnits,
+    probe: &mut Probe,
+) -> Result<(), CudaError> {
+    let n = 1usize << log_n;
+    expect_len("ntt_pass_gather", n, x.len())?;
+    expect_len("ntt_pass_gather", n, out.len())?;
+    check_twiddles("ntt_pass_gather", tw, n)?;
+    let form = tw.form;
+    if k == 0 || k > MAX_PASS_STAGES || k > log_n {
+        return Err(CudaError::Size {
+            op: "ntt_pass_gather",
+            size: k as usize,
+            reason: "stages out of range",
+        });
+    }
+    let shoup = scale.is_some_and(|t| t.shoup);
+    let (lo, hi, lo_bits, powers, table_fold) = table_args(gpu, "ntt_pass_gather", scale, n, shoup, true)?;
+    let tb = TILE_BITS.saturating_sub(k).min(log_n - k);
+    let tile = 1u32 << (k + tb);
+    let from = tw.placement.first_in_device_memory(form, k, 0);
+    let cfg = LaunchConfig {
+        grid_dim: ((n >> (k + tb)) as u32, 1, 1),
+        block_dim: (pass_threads(tile), 1, 1),
+        shared_mem_bytes: form.shared_bytes(tile, 0, from),
+    };
+    if cfg.shared_mem_bytes > crate::modules::PASS_SHARED_BYTES as u32 {
+        return Err(CudaError::Size {
+            op: "ntt_pass_gather",
+            size: tile as usize,
+            reason: "the twiddle placement leaves more twiddles in shared memory than a block may hold",
+        });
+    }
+    let (table, own) = match (tw.pass_table(0, k, fold), fold) {
+        (Some(own), _) => (own, 1u32),
+        (None, None) => (&tw.values, 0),
+        (None, Some(_)) => {
+            return Err(CudaError::Size {
+                op: "ntt_pass_gather",
+                size: n,
+                reason: "no table of this pass carries the coset powers asked for",
+            })
+        }
+    };
+    // The kernel's `scale`: 0 none, 1 a table in Montgomery's form, 2 in Shoup's.
+    let scaled = match scale {
+        None => 0u32,
+        Some(_) if shoup => 2,
+        Some(_) => 1,
+    };
+    probe.before(gpu, stream)?;
+    // SAFETY: matches `ntt_pass_gather*(Fr* out, const Fr* x, const Fr* tw, uint32_t log_n, uint32_t
+    // k, uint32_t tb, uint32_t own, uint32_t from, uint32_t scale, const Fr* lo, const Fr* hi, uint32_t
+    // lo_bits, uint32_t powers, uint32_t fold_low, uint32_t fold_bits)`; x and out hold n elements
+    // (checked above) and are distinct buffers (one borrowed shared, the other exclusively); block b
+    // (b < n / 2^(k+tb)) reads and writes indices below n; twiddle indices are those of ntt_pass
+    // from stage 0 (below n/2, their quotients below n, or within the pass's own table); the power
+    // table is read only with scale 1 (Montgomery's form) or 2 (Shoup's), as the table is, and then
+    // covers n (table_args);
+    // the shared memory is 2^(k+tb) elements and room for 2^from twiddles (and quotients), checked
+    // above against what the function is configured for.
+    unsafe {
+        stream
+            .launch_builder(&gpu.ntt.pass_gather[form.kernel(units)])
+            .arg(out)
+            .arg(x)
+            .arg(table)
+            .arg(&log_n)
+            .arg(&k)
+            .arg(&tb)
+            .arg(&own)
+            .arg(&from)
+            .arg(&scaled)
+            .arg(lo)
+            .arg(hi)
+            .arg(&lo_bits)
+            .arg(&powers)
+            .arg(&table_fold.low)
+            .arg(&table_fold.bits)
+            .launch(cfg)
+    }
+    .during("ntt_pass_gather")?;
+    probe.after(gpu, stream, "ntt_pass")?;
+    Ok(())
+}
+
 /// The witness map's turn from interpolation to coset evaluation: on each block of `2^k` consecutive
 /// elements of `x` (length `2^log_n`), stages `k − 1 .. 0` of an inverse transform decimated in
 /// frequency (twiddles `itw`), the coefficient at (bit-reversed) index `i` scaled by `s^rev(i)` from
