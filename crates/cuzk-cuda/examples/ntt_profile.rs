@@ -155,7 +155,8 @@ fn profile(b: &CudaBackend, log_n: u32) -> Result<(), CudaError> {
 }
 
 /// The standalone coset NTT and its inverse with each form of their power tables (`CosetPowers`),
-/// Shoup's twiddles, alternating twice in one process, and the witness map with each (its own tables
+/// Shoup's twiddles, alternating twice in one process (the forward also out of place, its powers
+/// taken as its first pass gathers its input), and the witness map with each (its own tables
 /// folded with the folded forms); every form's outputs must equal the two-level tables'.
 fn coset_powers_side_by_side(b: &CudaBackend, log_n: u32, host: &[GpuFr]) -> Result<(), CudaError> {
     let gpu = b.gpu();
@@ -187,6 +188,10 @@ fn coset_powers_side_by_side(b: &CudaBackend, log_n: u32, host: &[GpuFr]) -> Res
                 kernels::bit_reverse(gpu, s, &mut x, log_n, scale, &mut Probe::default())
             })?;
             line += &format!(", its bit reversal {scaled:.3} ms");
+            // Out of place: the forward's leftover powers taken in its gathering first pass.
+            let input = gpu.upload(s, host)?;
+            let into = time(b, || ntt::ntt_into(gpu, s, &t, &input, &mut x, NttKind::CosetForward))?;
+            line += &format!(", CosetForward out of place {into:.3} ms");
             // The witness map (its tables folded with the folded forms, two-level otherwise).
             let zinv = Fr::from(5u64);
             let (mut a, mut bb, mut c) = (gpu.upload(s, host)?, gpu.upload(s, host)?, gpu.upload(s, host)?);
