@@ -390,33 +390,10 @@ pub fn ntt_pass_times(
         return Err(CudaError::Size { op: "ntt_pass", size: k as usize, reason: "stages out of range" });
     }
     let c = pass_columns(s0, k);
-    let tile = 1u32 << (k + c);
-    let from = tw.placement.first_in_device_memory(form, k, c);
-    let cfg = LaunchConfig {
-        grid_dim: ((n >> (k + c)) as u32, 1, 1),
-        block_dim: (pass_threads(tile), 1, 1),
-        shared_mem_bytes: form.shared_bytes(tile, c, from),
-    };
-    if cfg.shared_mem_bytes > crate::modules::PASS_SHARED_BYTES as u32 {
-        return Err(CudaError::Size {
-            op: "ntt_pass",
-            size: tile as usize,
-            reason: "the twiddle placement leaves more twiddles in shared memory than a block may hold",
-        });
-    }
+    let (cfg, from) = pass_launch("ntt_pass", tw, n, k, c, c)?;
     let dif = u32::from(decimation == Decimation::Frequency);
     let fold = fold.filter(|_| folds_pass(log_n, s0, k));
-    let (table, own) = match (tw.pass_table(s0, k, fold), fold) {
-        (Some(own), _) => (own, 1u32),
-        (None, None) => (&tw.values, 0),
-        (None, Some(_)) => {
-            return Err(CudaError::Size {
-                op: "ntt_pass",
-                size: n,
-                reason: "no table of this pass carries the coset powers asked for",
-            })
-        }
-    };
+    let (table, own) = pass_twiddles("ntt_pass", tw, n, s0, k, fold)?;
     let kind = form.kernel(units);
     let (function, y) = match y {
         Some(y) => (&gpu.ntt.pass_times[kind], y),
@@ -489,31 +466,8 @@ pub fn ntt_pass_gather(
     let shoup = scale.is_some_and(|t| t.shoup);
     let (lo, hi, lo_bits, powers, table_fold) = table_args(gpu, "ntt_pass_gather", scale, n, shoup, true)?;
     let tb = TILE_BITS.saturating_sub(k).min(log_n - k);
-    let tile = 1u32 << (k + tb);
-    let from = tw.placement.first_in_device_memory(form, k, 0);
-    let cfg = LaunchConfig {
-        grid_dim: ((n >> (k + tb)) as u32, 1, 1),
-        block_dim: (pass_threads(tile), 1, 1),
-        shared_mem_bytes: form.shared_bytes(tile, 0, from),
-    };
-    if cfg.shared_mem_bytes > crate::modules::PASS_SHARED_BYTES as u32 {
-        return Err(CudaError::Size {
-            op: "ntt_pass_gather",
-            size: tile as usize,
-            reason: "the twiddle placement leaves more twiddles in shared memory than a block may hold",
-        });
-    }
-    let (table, own) = match (tw.pass_table(0, k, fold), fold) {
-        (Some(own), _) => (own, 1u32),
-        (None, None) => (&tw.values, 0),
-        (None, Some(_)) => {
-            return Err(CudaError::Size {
-                op: "ntt_pass_gather",
-                size: n,
-                reason: "no table of this pass carries the coset powers asked for",
-            })
-        }
-    };
+    let (cfg, from) = pass_launch("ntt_pass_gather", tw, n, k, tb, 0)?;
+    let (table, own) = pass_twiddles("ntt_pass_gather", tw, n, 0, k, fold)?;
     // The kernel's `scale`: 0 none, 1 a table in Montgomery's form, 2 in Shoup's.
     let scaled = match scale {
         None => 0u32,
@@ -628,6 +582,57 @@ pub fn ntt_pass_turn(
     .during("ntt_pass_turn")?;
     probe.after(gpu, stream, "ntt_pass")?;
     Ok(())
+}
+
+/// The launch of a pass of `k` stages over blocks of `2^(k + extra)` elements whose twiddles sit in
+/// shared memory for `2^c` columns (`c = extra` for [`ntt_pass`], 0 for [`ntt_pass_gather`], whose
+/// tiles share theirs), and the first stage that reads its twiddles from device memory; an error
+/// naming `op` if the placement leaves more in shared memory than a block may hold.
+fn pass_launch(
+    op: &'static str,
+    tw: &TwiddleTable,
+    n: usize,
+    k: u32,
+    extra: u32,
+    c: u32,
+) -> Result<(LaunchConfig, u32), CudaError> {
+    let tile = 1u32 << (k + extra);
+    let from = tw.placement.first_in_device_memory(tw.form, k, c);
+    let cfg = LaunchConfig {
+        grid_dim: ((n >> (k + extra)) as u32, 1, 1),
+        block_dim: (pass_threads(tile), 1, 1),
+        shared_mem_bytes: tw.form.shared_bytes(tile, c, from),
+    };
+    if cfg.shared_mem_bytes > crate::modules::PASS_SHARED_BYTES as u32 {
+        return Err(CudaError::Size {
+            op,
+            size: tile as usize,
+            reason: "the twiddle placement leaves more twiddles in shared memory than a block may hold",
+        });
+    }
+    Ok((cfg, from))
+}
+
+/// The twiddles a pass over stages `s0 .. s0 + k` reads and whether they are its own table: its own
+/// (folded with `fold` when given), or the transform's without a fold; an error naming `op` when a
+/// fold is asked for that no table of the pass carries.
+fn pass_twiddles<'a>(
+    op: &'static str,
+    tw: &'a TwiddleTable,
+    n: usize,
+    s0: u32,
+    k: u32,
+    fold: Option<Fr>,
+) -> Result<(&'a CudaSlice<GpuFr>, u32), CudaError> {
+    match (tw.pass_table(s0, k, fold), fold) {
+        (Some(own), _) => Ok((own, 1)),
+        (None, None) => Ok((&tw.values, 0)),
+        (None, Some(_)) => Err(CudaError::Size {
+            op,
+            size: n,
+            reason: "no table of this pass carries the coset powers asked for",
+        }),
+    }
 }
 
 /// Threads of an [`ntt_pass`] or [`ntt_pass_turn`] block of `tile` elements: two butterflies a stage
