@@ -53,8 +53,9 @@ pub enum CosetPowers {
     /// of the index bits they cover ([`kernels::Fold::of_passes`]; own tables of those passes with
     /// the coset's powers in them, [`TwiddleTable::with_folded_pass_tables`]), and the bit reversal
     /// scales by the power of the other bits (the last pass's and the top two) from a full table of
-    /// those alone, one Montgomery product an element: `2^(k_last + 2)` elements a direction (32 KiB
-    /// at 2^24, 64 KiB at 2^27; four with a single pass), and three more sets of first- and
+    /// those alone, one product an element (Shoup's forward where the twiddles are in Shoup's form,
+    /// Montgomery's inverse, the faster of each on the H100): `2^(k_last + 2)` elements a direction
+    /// (32 KiB at 2^24, 64 KiB at 2^27; four with a single pass), and three more sets of first- and
     /// middle-pass tables (a forward one, two inverse: 4.2 MB each at 2^24 with Shoup's twiddles;
     /// the inverse's first-pass table folded with `g`, at most 511 twiddles, is never read). The
     /// witness map folds its interpolations the same way, but the turn between them runs the first
@@ -64,7 +65,7 @@ pub enum CosetPowers {
     /// reversal from 0.438 to 0.418 ms at 2^24 (docs/benchmarks/cuda-field-ntt.md).
     #[default]
     Folded,
-    /// [`CosetPowers::Folded`] with its table in Shoup's form, one Shoup product an element.
+    /// [`CosetPowers::Folded`] with both its tables in Shoup's form, one Shoup product an element.
     FoldedShoup,
 }
 
