@@ -192,6 +192,11 @@ fn coset_powers_side_by_side(b: &CudaBackend, log_n: u32, host: &[GpuFr]) -> Res
             let input = gpu.upload(s, host)?;
             let into = time(b, || ntt::ntt_into(gpu, s, &t, &input, &mut x, NttKind::CosetForward))?;
             line += &format!(", CosetForward out of place {into:.3} ms");
+            let out_of_place = gpu.download(s, &x)?;
+            assert!(
+                out_of_place == outputs[0],
+                "2^{log_n}: {form:?}'s coset forward out of place differs from in place"
+            );
             // The witness map (its tables folded with the folded forms, two-level otherwise).
             let zinv = Fr::from(5u64);
             let (mut a, mut bb, mut c) = (gpu.upload(s, host)?, gpu.upload(s, host)?, gpu.upload(s, host)?);
