@@ -96,7 +96,8 @@ struct DeviceTables {
     forward: TwiddleTable,
     inverse: TwiddleTable,
     /// `g^i` and `g^-i / n`, the standalone coset transforms' scaling as they bit-reverse: as
-    /// `coset_form` says (two-level tables in Shoup's form when the twiddles are).
+    /// `coset_form` says (two-level tables, and the folded forward one, in Shoup's form when the
+    /// twiddles are).
     coset: PowerTable,
     coset_inverse: PowerTable,
     /// `g^i / n`: the witness map's scaling between its interpolations and coset evaluations, and
