@@ -2,7 +2,7 @@
 //!
 //! Usage: msm_bench [--json FILE] [--ark-max LOG] [--sizes LOG,LOG,...] [--windows C,C,...]
 //!                  [--tables C:M,C:M,...] [--bases device|host|both] [--curves g1,g2]
-//!                  [--scalars random,bits] [--first-rounds xyzz,batch,batch:K,auto]
+//!                  [--scalars random,bits,half] [--first-rounds xyzz,batch,batch:K,auto]
 //!                  [--sorts direct,binned] [--batches LOG,LOG,...] [--units integer,fp64,mixed]
 //!                  [--ones auto,apart,round] [--trace]
 //!
@@ -52,16 +52,40 @@ fn median(v: Vec<f64>) -> f64 {
     cuzk_groth16::Summary::of(&v).map_or(f64::NAN, |s| s.median)
 }
 
-/// Random scalars, or a SHA-256-like witness: 45% zeros, 45% ones, 8% 16-bit values, 2% random.
-fn scalars(n: usize, bits: bool, seed: u64) -> Vec<Fr> {
+/// Which scalars an MSM is timed on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    /// Uniform in Fr.
+    Random,
+    /// A SHA-256-like witness: 45% zeros, 45% ones, 8% 16-bit values, 2% random.
+    Bits,
+    /// Uniform below 2^128: the halves a scalar splits into by G1's endomorphism (`k = k1 + k2·λ`,
+    /// λ about 2^128), so an MSM of 2n such scalars has the entries and bucket sets of the
+    /// endomorphism's MSM of n points.
+    Half,
+}
+
+impl Kind {
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Random => "random",
+            Kind::Bits => "bit-heavy",
+            Kind::Half => "128-bit",
+        }
+    }
+}
+
+fn scalars(n: usize, kind: Kind, seed: u64) -> Vec<Fr> {
     (0..n.div_ceil(1 << 16))
         .into_par_iter()
         .flat_map_iter(|c| {
             let mut rng = StdRng::seed_from_u64(seed ^ (c as u64) << 20);
             (0..(1usize << 16).min(n - c * (1 << 16)))
                 .map(|_| {
-                    if !bits {
-                        return Fr::rand(&mut rng);
+                    match kind {
+                        Kind::Random => return Fr::rand(&mut rng),
+                        Kind::Half => return Fr::from(rng.gen::<u128>()),
+                        Kind::Bits => {}
                     }
                     match rng.gen_range(0..100) {
                         0..=44 => Fr::zero(),
@@ -141,7 +165,7 @@ fn sort_label(sort: Sort) -> &'static str {
 struct Row {
     curve: &'static str,
     log_n: u32,
-    bits: bool,
+    kind: Kind,
     window: u32,
     /// Multiples per point of the bases' table (1: no table), and its build time and bytes.
     multiples: u32,
@@ -178,7 +202,7 @@ struct Sweep {
     /// (window width, multiples per point; 0 for every window).
     tables: Vec<(u32, u32)>,
     host_bases: Vec<bool>,
-    kinds: Vec<bool>,
+    kinds: Vec<Kind>,
     /// First rounds, with the chains per thread of a batched one (`None`: the default).
     first_rounds: Vec<(FirstRound, Option<u32>)>,
     /// Ways of writing the sorted entries.
@@ -213,8 +237,8 @@ fn run<C: Curve>(
             Ok((h, b.upload_bases_to::<C>(&host_bases, if h { Residency::Host } else { Residency::Device })?))
         })
         .collect::<Result<_, CudaError>>()?;
-    for &bits in &sweep.kinds {
-        let k = scalars(n, bits, log_n as u64 + bits as u64 * 100);
+    for &kind in &sweep.kinds {
+        let k = scalars(n, kind, log_n as u64 + kind as u64 * 100);
         let gpu = b.gpu();
         let host: Vec<GpuFr> = to_device_vec::<DeviceFr>(&k).into_iter().map(GpuFr).collect();
         let dk = gpu.upload(gpu.compute_stream(), &host)?;
@@ -285,8 +309,9 @@ fn run<C: Curve>(
                     let list: Vec<String> =
                         spans.iter().map(|(k, a, b)| format!("{k} {a:.3}-{b:.3}")).collect();
                     println!(
-                        "  trace {} 2^{log_n} bits={bits}: kernels (ms from the first launch): {}",
+                        "  trace {} 2^{log_n} {}: kernels (ms from the first launch): {}",
                         C::NAME,
+                        kind.label(),
                         list.join(", ")
                     );
                     let host: Vec<String> =
@@ -346,7 +371,7 @@ fn run<C: Curve>(
                 rows.push(Row {
                     curve: C::NAME,
                     log_n,
-                    bits,
+                    kind,
                     window: plan.c,
                     multiples: plan.multiples,
                     first_round,
@@ -370,7 +395,7 @@ fn run<C: Curve>(
                     "{} 2^{} {} c={}{}{}{}: {:.2} ms wall, {:.2} ms kernel-busy ({:.0}%), {STREAM} in a row {:.2} ms each ({:.0}% busy), ark {}",
                     r.curve,
                     r.log_n,
-                    if bits { "bits" } else { "random" },
+                    kind.label(),
                     r.window,
                     if *on_host { " host bases" } else { "" },
                     table_label(r),
@@ -415,7 +440,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             windows: vec![None],
             tables: Vec::new(),
             host_bases: vec![false],
-            kinds: vec![false, true],
+            kinds: vec![Kind::Random, Kind::Bits],
             first_rounds: vec![(defaults.first_round, None)],
             sorts: vec![defaults.sort],
             batches: vec![defaults.batch],
@@ -456,8 +481,9 @@ fn parse(args: &[String]) -> Result<Options, String> {
             }
             "--scalars" => {
                 o.sweep.kinds = items(flag, v, |x| match x {
-                    "random" => Some(false),
-                    "bits" => Some(true),
+                    "random" => Some(Kind::Random),
+                    "bits" => Some(Kind::Bits),
+                    "half" => Some(Kind::Half),
                     _ => None,
                 })?;
             }
@@ -560,7 +586,7 @@ fn main() {
             "| {} | 2^{} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.0}% | {:.2} | {:.0}% | {} | {} | {} |",
             r.curve,
             r.log_n,
-            if r.bits { "bit-heavy" } else { "random" },
+            r.kind.label(),
             r.window,
             if r.host_bases { "host" } else { "device" },
             match r.first_round {
@@ -592,7 +618,7 @@ fn main() {
             "{} 2^{} {} c={}{}{}{} kernels (ms): {}",
             r.curve,
             r.log_n,
-            if r.bits { "bit-heavy" } else { "random" },
+            r.kind.label(),
             r.window,
             if r.host_bases { " host bases" } else { "" },
             table_label(r),
@@ -605,10 +631,10 @@ fn main() {
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"curve\":{:?},\"log_n\":{},\"bit_heavy\":{},\"window\":{},\"multiples\":{},\"batched_affine\":{},\"binned_sort\":{},\"batch\":{},\"ones\":\"{:?}\",\"host_bases\":{},\"wall_ms\":{},\"kernel_ms\":{},\"stream_ms\":{},\"stream_share\":{},\"ark_ms\":{}}}",
+                    "{{\"curve\":{:?},\"log_n\":{},\"scalars\":{:?},\"window\":{},\"multiples\":{},\"batched_affine\":{},\"binned_sort\":{},\"batch\":{},\"ones\":\"{:?}\",\"host_bases\":{},\"wall_ms\":{},\"kernel_ms\":{},\"stream_ms\":{},\"stream_share\":{},\"ark_ms\":{}}}",
                     r.curve,
                     r.log_n,
-                    r.bits,
+                    r.kind.label(),
                     r.window,
                     r.multiples,
                     r.first_round == FirstRound::BatchAffine,
