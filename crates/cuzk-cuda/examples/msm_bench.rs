@@ -81,18 +81,15 @@ fn scalars(n: usize, kind: Kind, seed: u64) -> Vec<Fr> {
         .flat_map_iter(|c| {
             let mut rng = StdRng::seed_from_u64(seed ^ (c as u64) << 20);
             (0..(1usize << 16).min(n - c * (1 << 16)))
-                .map(|_| {
-                    match kind {
-                        Kind::Random => return Fr::rand(&mut rng),
-                        Kind::Half => return Fr::from(rng.gen::<u128>()),
-                        Kind::Bits => {}
-                    }
-                    match rng.gen_range(0..100) {
+                .map(|_| match kind {
+                    Kind::Random => Fr::rand(&mut rng),
+                    Kind::Half => Fr::from(rng.gen::<u128>()),
+                    Kind::Bits => match rng.gen_range(0..100) {
                         0..=44 => Fr::zero(),
                         45..=89 => Fr::one(),
                         90..=97 => Fr::from(rng.gen_range(2u64..1 << 16)),
                         _ => Fr::rand(&mut rng),
-                    }
+                    },
                 })
                 .collect::<Vec<_>>()
         })
