@@ -72,17 +72,24 @@ pub struct BatchReport {
     pub batches: usize,
     /// The batches' window width.
     pub window_bits: u32,
+    /// Chains per thread of the batches' first round where granted beyond the default
+    /// ([`crate::msm::ROOMY_BATCH_CHAINS`]).
+    pub chains: Option<u32>,
 }
 
 impl std::fmt::Display for BatchReport {
-    /// One sentence: `MSM h: 1 batch of 134217727 points at 20-bit windows`.
+    /// One sentence: `MSM h: 1 batch of 134217727 points at 20-bit windows, 512 chains a thread`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let s = if self.batches == 1 { "" } else { "es" };
         write!(
             f,
             "MSM {}: {} batch{s} of {} points at {}-bit windows",
             self.msm, self.batches, self.batch, self.window_bits
-        )
+        )?;
+        match self.chains {
+            Some(k) => write!(f, ", {k} chains a thread"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -245,6 +252,36 @@ impl CudaBackend {
         self.serve_tables(key, keep_free, min_points, false)
     }
 
+    /// Gives the MSM of `key` over random scalars (H) more chains a thread in its batched first round
+    /// ([`crate::msm::ROOMY_BATCH_CHAINS`], where its batches would take the longest chains: G1, wide
+    /// windows, the longest batches), if their partials fit beside `keep_free` bytes and the key's
+    /// MSM buffers (counted from their plans). Call it last, after
+    /// [`CudaBackend::precompute_partial_tables`] and before [`CudaBackend::reserve_msm_workspace`]:
+    /// it is the least valuable use of the memory (on the H200, G1 2^27 random in one batch 650.0 ms
+    /// against 657.2, about 7 ms of a 2^27 porep-like partition's 1.09 s, for about 4.8 GB). Returns
+    /// one line for H if it was granted them.
+    pub fn grant_chains(
+        &self,
+        key: &mut PreparedKey<CudaBackend>,
+        keep_free: usize,
+    ) -> Result<Vec<BatchReport>, CudaError> {
+        let (config, shapes) = (self.msm_config(), shapes(key));
+        let mut chosen = shapes
+            .iter()
+            .map(|shape| Ok((None, self.takes_of(shape)?)))
+            .collect::<Result<Vec<_>, CudaError>>()?;
+        let (free, _) = self.gpu().memory()?;
+        let sms = self.gpu().info().multiprocessors.max(1) as u32;
+        let roomy = |shape: &MsmShape| roomy_on(sms, shape, &config);
+        grant_roomy(&shapes, &mut chosen, free.saturating_sub(keep_free), roomy, |s| self.takes_of(s))?;
+        let choice = |i: usize| chosen[i].0;
+        serve(
+            key,
+            |msm, bases, (i, _)| widen_to::<G1>(msm, bases, choice(i), &config),
+            |msm, bases, (i, _)| widen_to::<G2>(msm, bases, choice(i), &config),
+        )
+    }
+
     /// Gives the MSMs of `key` over random scalars (H) that have no table a partial one
     /// ([`PARTIAL_TABLE_CHOICES`], the most multiples that fit beside `keep_free` bytes and the key's
     /// MSM buffers), where their batches have at least `min_points` points (the engine passes
@@ -392,7 +429,9 @@ fn batch_options(
             let batches = (0..usize::BITS).map(|j| shape.points.div_ceil(1 << j));
             for batch in batches.take_while(|&b| b > now) {
                 let window = widened_window(msm, batch, shape.table, config);
-                let batching = Batching { batch: Some(batch), window, sort: shape.batching.sort };
+                // Chains are granted afresh once the batches and tables are chosen (`grant_chains`).
+                let batching =
+                    Batching { batch: Some(batch), window, sort: shape.batching.sort, chains: None };
                 match takes_of(&MsmShape { batching, ..*shape }) {
                     Ok(takes) => mine.push((Some(batching), takes)),
                     // A batch the sort refuses (2^31 points, 2^32 entries) is no candidate.
@@ -441,6 +480,44 @@ fn first_fit(options: &[Choices], room: usize) -> Option<Vec<usize>> {
     go(options, room, &mut Vec::with_capacity(options.len()), &mut at).then_some(at)
 }
 
+/// For [`CudaBackend::grant_chains`]: gives H (random scalars, not [`witness_scalars`]) the chains
+/// `roomy` says its shape may take, if what `takes_of` counts for them fits in `room` beside the
+/// buffers of `chosen` (each MSM's new batching, `None` for its own in `shapes`, and its takes, in
+/// the order of [`SERVED`]).
+fn grant_roomy(
+    shapes: &[MsmShape; 5],
+    chosen: &mut [(Option<Batching>, msm::Takes)],
+    room: usize,
+    roomy: impl Fn(&MsmShape) -> Result<Option<u32>, CudaError>,
+    takes_of: impl Fn(&MsmShape) -> Result<msm::Takes, CudaError>,
+) -> Result<(), CudaError> {
+    for (i, shape) in shapes.iter().enumerate() {
+        if witness_scalars(SERVED[i]) {
+            continue;
+        }
+        let batching = chosen[i].0.unwrap_or(shape.batching);
+        let Some(chains) = roomy(&MsmShape { batching, ..*shape })? else { continue };
+        let batching = Batching { chains: Some(chains), ..batching };
+        let takes = takes_of(&MsmShape { batching, ..*shape })?;
+        let all = chosen.iter().enumerate().map(|(j, c)| if j == i { &takes } else { &c.1 });
+        if msm::shelved_bytes(all) <= room {
+            chosen[i] = (Some(batching), takes);
+        }
+    }
+    Ok(())
+}
+
+/// The chains a thread an MSM of `shape` may take beyond its default on a device of `sms`
+/// multiprocessors under `config` ([`msm::roomy_chains`]).
+fn roomy_on(sms: u32, shape: &MsmShape, config: &crate::MsmConfig) -> Result<Option<u32>, CudaError> {
+    let config = shape.batching.over(config);
+    let plain = Batching::default();
+    match shape.curve {
+        CurveId::G1 => msm::roomy_chains::<G1>(sms, shape.points, shape.table, plain, &config),
+        CurveId::G2 => msm::roomy_chains::<G2>(sms, shape.points, shape.table, plain, &config),
+    }
+}
+
 /// Gives `bases`, the MSM named `msm`, the batching `to` chose for it (none: it keeps its own), and
 /// reports it.
 fn widen_to<C: Curve>(
@@ -452,10 +529,12 @@ fn widen_to<C: Curve>(
     let Some(batching) = to else { return Ok(None) };
     bases.set_batch(batching.batch)?;
     bases.set_window(batching.window)?;
+    bases.set_chains(batching.chains)?;
     let kept = bases.kept();
     let (plan, _, _) = msm::plan_for::<C>(kept, bases.table(), batching, config)?;
     let batch = batching.batch.unwrap_or(config.batch);
-    Ok(Some(BatchReport { msm, batch, batches: kept.div_ceil(batch), window_bits: plan.c }))
+    let batches = kept.div_ceil(batch);
+    Ok(Some(BatchReport { msm, batch, batches, window_bits: plan.c, chains: batching.chains }))
 }
 
 #[cfg(test)]
@@ -477,7 +556,7 @@ mod tests {
         let fixed = MsmConfig { window_bits: Some(18), ..config };
         assert_eq!(widened_window("l", 1 << 27, None, &fixed), None);
         // The plans the widened MSMs run with: H at 20 bits, L at 16, both in one batch of 2^27.
-        let one = |window| Batching { batch: Some(1 << 27), window, sort: None };
+        let one = |window| Batching { batch: Some(1 << 27), window, ..Batching::default() };
         let (h, _, h_len) = msm::plan_for::<G1>(1 << 27, None, one(None), &config).unwrap();
         let (l, _, l_len) = msm::plan_for::<G1>(1 << 27, None, one(Some(16)), &config).unwrap();
         assert_eq!((h.c, h_len, l.c, l_len), (20, 1 << 27, 16, 1 << 27));
@@ -505,7 +584,7 @@ mod tests {
             .map(|(shape, msm)| {
                 let window = widened_window(msm, n, None, &config);
                 let sort = witness_sort.filter(|_| witness_scalars(msm));
-                let batching = Batching { batch: Some(n), window, sort };
+                let batching = Batching { batch: Some(n), window, sort, chains: None };
                 let table = h_table.filter(|_| msm == "h");
                 takes_on_132_sms(&MsmShape { batching, table, ..shape }).unwrap()
             })
@@ -555,7 +634,8 @@ mod tests {
         // One 2^27 batch at 16 bits: the direct sort's count lacks the binned sort's temporary of
         // pairs, 8 bytes for each of the 16 windows' entries of every point.
         let bytes = |sort| {
-            let batching = Batching { batch: Some(1 << 27), window: Some(16), sort: Some(sort) };
+            let batching =
+                Batching { batch: Some(1 << 27), window: Some(16), sort: Some(sort), chains: None };
             let takes = msm::msm_takes::<G1>(132, 1 << 27, None, false, &batching.over(&config)).unwrap();
             msm::shelved_bytes([&takes])
         };
@@ -597,6 +677,42 @@ mod tests {
 
     fn takes_on_132_sms(shape: &MsmShape) -> Result<msm::Takes, CudaError> {
         takes_on(132, shape, &MsmConfig::default())
+    }
+
+    #[test]
+    fn h_of_a_2_27_key_gets_more_chains_only_from_the_room_its_batches_leave() {
+        let config = MsmConfig::default();
+        let shapes = porep_like_2_27_shapes();
+        let options = batch_options(&shapes, &config, takes_on_132_sms).unwrap();
+        let one_each: Vec<_> = options.iter().map(|o| o[0].clone()).collect();
+        let bytes = msm::shelved_bytes(one_each.iter().map(|c| &c.1));
+        let granted = |room: usize| {
+            let mut chosen = one_each.clone();
+            let roomy = |s: &MsmShape| roomy_on(132, s, &config);
+            grant_roomy(&shapes, &mut chosen, room, roomy, takes_on_132_sms).unwrap();
+            chosen
+        };
+        // Room for one batch each and no more: H keeps its default chains.
+        let tight = granted(bytes);
+        assert!(tight.iter().zip(&one_each).all(|(a, b)| a.0 == b.0));
+        // Room to spare: H alone takes the roomy chains, in the same batch, and its extra partials
+        // (256 more chains on a wave of 132 x 4 x 128 threads, and the next round's) take 4-8 GB.
+        let roomy = granted(usize::MAX);
+        let h = roomy[0].0.unwrap();
+        assert_eq!(h, Batching { chains: Some(msm::ROOMY_BATCH_CHAINS), ..one_each[0].0.unwrap() });
+        assert!(roomy[1..].iter().zip(&one_each[1..]).all(|(a, b)| a.0 == b.0));
+        let more = msm::shelved_bytes(roomy.iter().map(|c| &c.1)) - bytes;
+        eprintln!("{} chains a thread for H: {more} bytes more", msm::ROOMY_BATCH_CHAINS);
+        assert!((4 << 30..8 << 30).contains(&more), "{more} bytes more");
+        // Exactly that room grants them; a byte less does not.
+        assert_eq!(granted(bytes + more)[0].0, Some(h));
+        assert_eq!(granted(bytes + more - 1)[0].0, one_each[0].0);
+        // A plan whose chains the config fixes is granted none.
+        let fixed = MsmConfig { batch_chains: Some(256), ..config };
+        assert_eq!(roomy_on(132, &MsmShape { batching: h, ..shapes[0] }, &fixed).unwrap(), None);
+        let mine = MsmShape { batching: one_each[0].0.unwrap(), ..shapes[0] };
+        assert_eq!(roomy_on(132, &mine, &fixed).unwrap(), None);
+        assert_eq!(roomy_on(132, &mine, &config).unwrap(), Some(msm::ROOMY_BATCH_CHAINS));
     }
 
     #[test]

@@ -985,6 +985,14 @@ fn msm_large_sizes_match_the_closed_form() {
         let got = gpu.msm_host(&d, &k).unwrap();
         assert_eq!(got.into_affine(), expected, "2^25 + 3, batches of {batch:?}");
     }
+    // The bases' own chains a thread in the batched round (as `widen_batches` grants H's), in one batch.
+    assert!(d.set_chains(Some(0)).is_err() && d.set_chains(Some(1025)).is_err());
+    d.set_batch(Some(n)).unwrap();
+    for chains in [Some(cuzk_cuda::msm::ROOMY_BATCH_CHAINS), Some(3), None] {
+        d.set_chains(chains).unwrap();
+        let got = gpu.msm_host(&d, &k).unwrap();
+        assert_eq!(got.into_affine(), expected, "2^25 + 3, one batch, {chains:?} chains a thread");
+    }
     drop((d, b));
     let (b2, r2, s2) = progression::<G2Projective>((1 << 22) + 1, &mut rng);
     for (n, kind) in [((1 << 20) - 1, Scalars::Random), ((1 << 22) + 1, Scalars::Bits)] {
@@ -1076,6 +1084,8 @@ fn widened_batches_fit_the_memory_given_and_proofs_stay_equal() {
     }
     assert!(!reports.is_empty());
     eprintln!("{}", reports.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("; "));
+    // Chains beyond the default only for batches that would take the longest: none this small.
+    assert!(gpu.grant_chains(&mut key, 0).unwrap().is_empty());
     // The MSMs over the witness sort without the temporary of pairs (the proofs below run with it);
     // H keeps the config's sort.
     let [a, b_g1, l, h] = key.g1_bases();

@@ -73,7 +73,9 @@ pub struct Config {
     /// after the tables then gives MSMs fewer, larger batches than the backend's (G1 2^27 random on
     /// the H200: one batch at 20-bit windows 719 ms against 840 in batches of 2^24);
     /// [`crate::Key::msm_batches`] says which. What is left after that gives H a partial table (a
-    /// few multiples a point, from 2^24 points a batch), listed with the others.
+    /// few multiples a point, from 2^24 points a batch), listed with the others, and last more
+    /// chains a thread in its batched round where its batches are the longest (listed with the
+    /// batches).
     pub msm_tables: bool,
     /// Which units the GPU's NTT passes and G1's batched MSM round multiply on: the integer
     /// multiply-adds (the default), the FP64 units, or both, alternating warp by warp on each

@@ -83,10 +83,11 @@ impl CudaKey {
     /// Makes `pk` resident on `backend`'s GPU with the MSMs' buffers and one partition's device
     /// buffers reserved: a key whose partitions cannot fit beside it is refused here, and proofs
     /// allocate nothing. With `tables: Some(keep)`, the MSMs get tables of precomputed multiples, then
-    /// batches larger than the backend's, then partial tables for H where memory is still left, in
-    /// the memory that `keep` bytes (a recorded shape to come) and [`TABLE_KEEP_SLOTS`] partitions
-    /// leave ([`CudaBackend::precompute_tables`], [`CudaBackend::widen_batches`],
-    /// [`CudaBackend::precompute_partial_tables`]).
+    /// batches larger than the backend's, then partial tables for H where memory is still left, then
+    /// more chains a thread for H, in the memory that `keep` bytes (a recorded shape to come) and
+    /// [`TABLE_KEEP_SLOTS`] partitions leave ([`CudaBackend::precompute_tables`],
+    /// [`CudaBackend::widen_batches`], [`CudaBackend::precompute_partial_tables`],
+    /// [`CudaBackend::grant_chains`]).
     pub(crate) fn load(
         backend: &Arc<CudaBackend>,
         pk: ProvingKey<Bls12_381>,
@@ -99,13 +100,20 @@ impl CudaKey {
             let mut built = backend
                 .precompute_tables(&mut key, keep, cuzk_cuda::TABLE_MIN_POINTS)
                 .map_err(|e| device_error("precompute_tables", e))?;
-            let batches =
+            let mut batches =
                 backend.widen_batches(&mut key, keep).map_err(|e| device_error("widen_batches", e))?;
             built.extend(
                 backend
                     .precompute_partial_tables(&mut key, keep, cuzk_cuda::PARTIAL_TABLE_MIN_POINTS)
                     .map_err(|e| device_error("precompute_partial_tables", e))?,
             );
+            // An MSM granted chains is reported once, as it now runs.
+            for granted in
+                backend.grant_chains(&mut key, keep).map_err(|e| device_error("grant_chains", e))?
+            {
+                batches.retain(|b| b.msm != granted.msm);
+                batches.push(granted);
+            }
             let device = backend.gpu().info().ordinal;
             for t in &built {
                 tracing::info!(
@@ -125,6 +133,7 @@ impl CudaKey {
                     batch = b.batch,
                     batches = b.batches,
                     window_bits = b.window_bits,
+                    chains = b.chains,
                     "MSM batches widened"
                 );
             }

@@ -68,8 +68,8 @@ pub struct GpuBases<C: Curve> {
     claim: Mutex<Option<Claim>>,
 }
 
-/// The batch size, window width and sort chosen for one MSM's bases, over the backend-wide
-/// [`crate::MsmConfig`]: `None` leaves each to it.
+/// The batch size, window width, sort and chains per thread chosen for one MSM's bases, over the
+/// backend-wide [`crate::MsmConfig`]: `None` leaves each to it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Batching {
     /// Most points per batch.
@@ -78,15 +78,18 @@ pub struct Batching {
     pub window: Option<u32>,
     /// How a batch's digits are sorted into buckets.
     pub sort: Option<super::Sort>,
+    /// Chains per thread of a batched affine first round.
+    pub chains: Option<u32>,
 }
 
 impl Batching {
-    /// `config` with these choices over its batch size, window width and sort.
+    /// `config` with these choices over its batch size, window width, sort and chains per thread.
     pub fn over(self, config: &crate::MsmConfig) -> crate::MsmConfig {
         crate::MsmConfig {
             batch: self.batch.unwrap_or(config.batch),
             window_bits: self.window.or(config.window_bits),
             sort: self.sort.unwrap_or(config.sort),
+            batch_chains: self.chains.or(config.batch_chains),
             ..*config
         }
     }
@@ -166,7 +169,16 @@ impl<C: Curve> GpuBases<C> {
         self.batching.sort = sort;
     }
 
-    /// The batch size, window width and sort chosen for these bases.
+    /// Sets the chains per thread of a batched affine first round of MSMs on these bases, over the
+    /// [`crate::MsmConfig::batch_chains`] of the call (`None` goes back to that). Fails outside
+    /// 1..=1024.
+    pub fn set_chains(&mut self, chains: Option<u32>) -> Result<(), CudaError> {
+        super::plan::check_chains(chains)?;
+        self.batching.chains = chains;
+        Ok(())
+    }
+
+    /// The batch size, window width, sort and chains per thread chosen for these bases.
     pub fn batching(&self) -> Batching {
         self.batching
     }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr};
 use cuzk_field::Curve;
 
-use super::plan::{FirstRound, Ones, Plan, WIDE_WINDOW_BITS};
+use super::plan::{check_chains, FirstRound, Ones, Plan, WIDE_WINDOW_BITS};
 use super::sort::{chunk_counts, Segments, Sorted};
 use crate::kernels::msm::{self as k, SUM_THREADS};
 use crate::kernels::MulUnits;
@@ -99,6 +99,26 @@ const LONGEST_CHAIN: u64 = 192;
 /// not measured there.
 const LONGEST_BATCH_CHAINS: u32 = 256;
 
+/// Chains per thread of the batches that would take the longest chains by default (256: G1, wide
+/// windows, the longest batches), where device memory allows their partials:
+/// [`crate::CudaBackend::widen_batches`] grants them from what the key's batches leave, as the last
+/// use of it. On the H200, G1 2^27 random in one batch at 20 bits (the
+/// `h` MSM of a 2^27 partition alone), twice alternating in one call: 512 / 256 chains 650.0 / 649.8
+/// ms against 657.2 / 657.2, the round 16.8 ms faster and the next round 9.3 slower
+/// (docs/benchmarks/cuda-msm.md); the extra partials take about 5 GB at 2^27.
+pub const ROOMY_BATCH_CHAINS: u32 = 512;
+
+/// [`ROOMY_BATCH_CHAINS`] for a batch of `points` bases (a table's multiples counted) on a device of
+/// `sms` multiprocessors whose plan leaves its chains to the default and would take
+/// [`LONGEST_BATCH_CHAINS`] (G1, wide windows, the longest batches, batched first round); `None`
+/// for any other.
+pub(crate) fn roomy_chains<C: Curve>(sms: u32, plan: &Plan, points: usize) -> Option<u32> {
+    let longest = plan.first_round == FirstRound::BatchAffine
+        && plan.batch_chains.is_none()
+        && default_chains::<C>(sms, plan, points) == LONGEST_BATCH_CHAINS;
+    longest.then_some(ROOMY_BATCH_CHAINS)
+}
+
 /// The first summing round of a batch of `points` bases (a table's multiples counted) on a device of
 /// `sms` multiprocessors: its pieces, and with batched affine additions its (threads, chains per
 /// thread). `Auto` never reaches here (the plan resolves it); it would mean the XYZZ round.
@@ -110,14 +130,8 @@ pub(crate) fn first_round<C: Curve>(
     match plan.first_round {
         FirstRound::Xyzz | FirstRound::Auto => Ok((plan.pieces, None)),
         FirstRound::BatchAffine => {
+            check_chains(plan.batch_chains)?;
             let chains = plan.batch_chains.unwrap_or_else(|| default_chains::<C>(sms, plan, points));
-            if !(1..=1024).contains(&chains) {
-                return Err(CudaError::Size {
-                    op: "msm",
-                    size: chains as usize,
-                    reason: "batched affine chains per thread must be 1..=1024",
-                });
-            }
             let threads = batch_threads::<C>(sms, plan, points, chains);
             Ok((threads * chains, Some((threads, chains))))
         }
@@ -401,6 +415,37 @@ mod tests {
         assert_eq!(chains_at::<G1>(1 << 27, 16, false), LONG_BATCH_CHAINS);
         assert_eq!(chains::<G2>(1 << 26, true), 128);
         assert_eq!(chains::<G1>(1 << 20, true), 64);
+    }
+
+    #[test]
+    fn only_batches_that_take_the_longest_chains_may_be_granted_more() {
+        let roomy = |n: usize, c: u32, chains: Option<u32>| {
+            let plan = Plan::with_multiples(n, c, 1).unwrap().with_first_round(
+                G1::ID,
+                FirstRound::BatchAffine,
+                chains,
+                n,
+            );
+            roomy_chains::<G1>(132, &plan, n)
+        };
+        assert_eq!(roomy((1 << 27) - 1, 20, None), Some(ROOMY_BATCH_CHAINS));
+        // Not where the default is shorter (16-bit windows, half the points), nor over chains set.
+        assert_eq!(roomy(1 << 27, 16, None), None);
+        assert_eq!(roomy(1 << 26, 20, None), None);
+        assert_eq!(roomy(1 << 27, 20, Some(LONGEST_BATCH_CHAINS)), None);
+        // Nor for G2, nor an XYZZ first round.
+        let g2 = Plan::with_multiples(1 << 27, 20, 1).unwrap().with_first_round(
+            G2::ID,
+            FirstRound::BatchAffine,
+            None,
+            1 << 27,
+        );
+        assert_eq!(roomy_chains::<G2>(132, &g2, 1 << 27), None);
+        let xyzz = Plan::with_multiples(1 << 27, 20, 1).unwrap();
+        assert_eq!(roomy_chains::<G1>(132, &xyzz, 1 << 27), None);
+        // What is granted passes the check every plan's chains pass.
+        assert!(check_chains(Some(ROOMY_BATCH_CHAINS)).is_ok());
+        assert!(check_chains(Some(0)).is_err() && check_chains(Some(1025)).is_err());
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub use cuzk_field::{Curve, G1, G2};
 
 pub(crate) use bases::{table_fits, upload as upload_bases, MSM_RESERVE};
 pub use bases::{Batching, GpuBases, MsmBases, Points, Residency, Table};
+pub use buckets::ROOMY_BATCH_CHAINS;
 pub use plan::{
     batch_affine_from, FirstRound, MsmConfig, Ones, Plan, Sort, MAX_WINDOW_BITS, WIDE_WINDOW_BITS,
     WIDE_WINDOW_FROM,
@@ -123,6 +124,24 @@ pub(crate) fn plan_for<C: Curve>(
         .with_units(config.units)
         .with_ones(config.ones);
     Ok((plan, m, batch_len))
+}
+
+/// The chains per thread an MSM over `points` kept bases (with `table`'s multiples or none, in
+/// `batching` over `config`) may take beyond its default where memory allows
+/// ([`ROOMY_BATCH_CHAINS`], for batches that would take the longest chains); `None` for any other,
+/// and where the call fixes its chains.
+pub(crate) fn roomy_chains<C: Curve>(
+    sms: u32,
+    points: usize,
+    table: Option<Table>,
+    batching: Batching,
+    config: &MsmConfig,
+) -> Result<Option<u32>, CudaError> {
+    if points == 0 {
+        return Ok(None);
+    }
+    let (plan, m, batch_len) = plan_for::<C>(points, table, batching, config)?;
+    Ok(buckets::roomy_chains::<C>(sms, &plan, batch_len * m))
 }
 
 /// Queues the kernels of `Σ scalars[i]·bases[i]` (see [`msm`]), timing them into `probe`; the host

@@ -136,6 +136,19 @@ pub(crate) fn check_window(c: u32) -> Result<(), CudaError> {
     }
 }
 
+/// Fails unless `chains` (chains per thread of a batched affine first round; `None`: the default) is
+/// 1..=1024.
+pub(crate) fn check_chains(chains: Option<u32>) -> Result<(), CudaError> {
+    match chains {
+        Some(k) if !(1..=1024).contains(&k) => Err(CudaError::Size {
+            op: "msm",
+            size: k as usize,
+            reason: "batched affine chains per thread must be 1..=1024",
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The shape of one batch's bucket machinery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Plan {
