@@ -115,15 +115,20 @@ const RUN_SH: &str = r##"#!/usr/bin/env bash
 # ntt, msm, prove (all of them when none is given, in that order; the whole run takes longer than one
 # 10-minute call, so a lease runs it in parts), or units / units-porep (not in the default run: the
 # multiplication units side by side, integer, fp64 and mixed, with their tests first; the porep-like
-# 2^27 partition under each), or witness, witness-bench and porep (not in the default run, a call
-# each: the tests of the sparse products' row split and of the ones' two ways; gpu_bench and
-# msm_bench on witness-like scalars; the porep-like 2^27 partition). Writes gpu-tests.log, bench.md,
-# bench.json, ntt-profile.txt, msm.md, msm.json, prove.json, units.log, units-porep.log, witness.log,
-# witness-bench.log, porep.log (those of the parts run) and summary.md into OUTDIR; exits non-zero if
-# any test or bench failed. `run.sh --unpack` only unpacks the binaries. With DEADLINE_S set, every
-# binary runs under `timeout` with what is left of DEADLINE_S seconds from the start, and one that
-# would start with 5 seconds or less left is skipped (both count as failures), so that a call with a
-# time limit still writes its summary; give each part its own limit by calling run.sh once a part.
+# 2^27 partition under each), or witness, witness-bench, porep and endo (not in the default run, a
+# call each: the tests of the sparse products' row split and of the ones' two ways; gpu_bench and
+# msm_bench on witness-like scalars; the porep-like 2^27 partition; the G1 endomorphism's shape, G1
+# 2^26 random against 2^27 scalars below 2^128). tests-msm and tests-rest are the two halves of
+# tests (the CUDA backend's tests named msm_, and the others): on an H200 the whole of tests takes
+# longer than one 500-second call. The tests report each test's time (libtest's --report-time, which
+# a harness built on stable Rust takes with RUSTC_BOOTSTRAP set where it runs). Writes
+# gpu-tests.log, bench.md, bench.json, ntt-profile.txt, msm.md, msm.json, prove.json, units.log,
+# units-porep.log, witness.log, witness-bench.log, porep.log, endo.log (those of the parts run) and
+# summary.md into OUTDIR; exits non-zero if any test or bench failed. `run.sh --unpack` only
+# unpacks the binaries. With DEADLINE_S set, every binary runs under `timeout` with what is left of
+# DEADLINE_S seconds from the start, and one that would start with 5 seconds or less left is skipped
+# (both count as failures), so that a call with a time limit still writes its summary; give each
+# part its own limit by calling run.sh once a part.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 for packed in "$here"/*.gz; do
@@ -134,7 +139,9 @@ out=${1:-$PWD/gpu-out}
 shift || true
 parts=" ${*:-tests engine bench ntt msm prove} "
 for p in $parts; do
-  case $p in tests|engine|bench|ntt|msm|prove|units|units-porep|witness|witness-bench|porep) ;;
+  case $p in
+    tests|tests-msm|tests-rest|engine|bench|ntt|msm|prove) ;;
+    units|units-porep|witness|witness-bench|porep|endo) ;;
     *) echo "run.sh: unknown part '$p'" >&2; exit 2 ;;
   esac
 done
@@ -149,8 +156,18 @@ bounded() {
 mkdir -p "$out"
 status=0
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/device.txt" 2>&1 || true
-if want tests; then bounded "$here/gpu-tests" --test-threads=1 2>&1 | tee -a "$out/gpu-tests.log" || status=1; fi
-if want engine; then bounded "$here/gpu-engine-tests" --test-threads=1 2>&1 | tee -a "$out/gpu-tests.log" || status=1; fi
+export RUSTC_BOOTSTRAP=1
+timed=(--test-threads=1 -Z unstable-options --report-time)
+if want tests; then bounded "$here/gpu-tests" "${timed[@]}" 2>&1 | tee -a "$out/gpu-tests.log" || status=1; fi
+if want tests-msm; then
+  bounded "$here/gpu-tests" "${timed[@]}" msm_ 2>&1 | tee -a "$out/gpu-tests.log" || status=1
+fi
+if want tests-rest; then
+  bounded "$here/gpu-tests" "${timed[@]}" --skip msm_ 2>&1 | tee -a "$out/gpu-tests.log" || status=1
+fi
+if want engine; then
+  bounded "$here/gpu-engine-tests" "${timed[@]}" 2>&1 | tee -a "$out/gpu-tests.log" || status=1
+fi
 if want bench; then bounded "$here/gpu_bench" --json "$out/bench.json" 2>&1 | tee "$out/bench.md" || status=1; fi
 if want ntt; then bounded "$here/ntt_profile" 20 24 2>&1 | tee "$out/ntt-profile.txt" || status=1; fi
 if want msm; then bounded "$here/msm_bench" --json "$out/msm.json" 2>&1 | tee "$out/msm.md" || status=1; fi
@@ -197,11 +214,20 @@ if want porep; then
     --timing-key --no-baseline --check-sample 0 --json > "$out/porep.log" 2>&1 || status=1
   cat "$out/porep.log"
 fi
+if want endo; then
+  {
+    bounded "$here/msm_bench" --sizes 26 --curves g1 --scalars random --ark-max 0 --batches 27 --windows 20 \
+      --json "$out/endo-random.json" || status=1
+    bounded "$here/msm_bench" --sizes 27 --curves g1 --scalars half --ark-max 0 --batches 27 \
+      --windows 16,20,22 --json "$out/endo-half.json" || status=1
+  } > "$out/endo.log" 2>&1
+  cat "$out/endo.log"
+fi
 {
   echo "# cuzk GPU run, $(date -u +%Y-%m-%dT%H:%MZ), parts:$parts"
   cat "$out/device.txt"
   [ -e "$out/gpu-tests.log" ] && grep -E "^test result|FAILED|panicked" "$out/gpu-tests.log"
-  for f in units.log units-porep.log witness.log witness-bench.log porep.log; do
+  for f in units.log units-porep.log witness.log witness-bench.log porep.log endo.log; do
     [ -e "$out/$f" ] && grep -E "^test result|FAILED|panicked|[Ee]rror" "$out/$f"
   done
   for f in bench.md msm.md prove.json; do [ -e "$out/$f" ] && cat "$out/$f"; done
@@ -245,6 +271,41 @@ mod tests {
         assert!(log.contains("started"), "the part ran until its deadline: {log:?}");
         // The parts' own output (the skip notice included) goes to their logs.
         assert!(log.contains("skipped: gpu-engine-tests"), "{log} {stderr}");
+        assert!(summary, "summary.md written");
+    }
+
+    #[test]
+    fn run_sh_splits_the_tests_by_name_with_their_times_and_runs_the_endomorphism_shape() {
+        // Fake binaries that echo their arguments and whether the harness may take --report-time.
+        let dir = std::env::temp_dir().join(format!("cuzk-run-sh-parts-{}", std::process::id()));
+        let out = dir.join("out");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("run.sh"), RUN_SH).unwrap();
+        for name in ["gpu-tests", "msm_bench"] {
+            let fake = dir.join(name);
+            std::fs::write(&fake, format!("#!/bin/sh\necho \"{name} [$RUSTC_BOOTSTRAP] $*\"\n")).unwrap();
+            assert!(Command::new("chmod").arg("+x").arg(&fake).status().unwrap().success());
+        }
+        let run = Command::new("bash")
+            .arg(dir.join("run.sh"))
+            .arg(&out)
+            .args(["tests-msm", "tests-rest", "endo"])
+            .env_remove("RUSTC_BOOTSTRAP")
+            .output()
+            .unwrap();
+        let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap_or_default();
+        let (tests, endo, summary) =
+            (read("gpu-tests.log"), read("endo.log"), out.join("summary.md").exists());
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        let timed = "gpu-tests [1] --test-threads=1 -Z unstable-options --report-time";
+        let lines: Vec<&str> = tests.lines().collect();
+        assert_eq!(lines, [format!("{timed} msm_"), format!("{timed} --skip msm_")], "{tests}");
+        let runs: Vec<&str> = endo.lines().collect();
+        assert_eq!(runs.len(), 2, "{endo}");
+        assert!(runs[0].contains("--sizes 26 --curves g1 --scalars random"), "{endo}");
+        assert!(runs[1].contains("--sizes 27 --curves g1 --scalars half"), "{endo}");
+        assert!(runs.iter().all(|r| r.contains("--batches 27")), "{endo}");
         assert!(summary, "summary.md written");
     }
 }
