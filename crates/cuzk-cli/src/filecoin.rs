@@ -1,6 +1,7 @@
 //! `cuzk filecoin`: Filecoin's own proofs. `test-sector` seals a sector of random data offline,
 //! `c2` proves PoRep commit phase 2 from a C1 output, `post` proves a test sector's WinningPoSt or
-//! WindowPoSt, `verify` runs Filecoin's verifier on a proof.
+//! WindowPoSt, `verify` runs Filecoin's verifier on a proof, `shape` records a circuit's shape and
+//! profiles its rows.
 //!
 //! Parameters are read from Filecoin's parameter directory, `FIL_PROOFS_PARAMETER_CACHE` (default
 //! `/var/tmp/filecoin-proof-parameters/`), as Filecoin names them.
@@ -36,6 +37,9 @@ pub(crate) enum FilecoinWhat {
     Post(PostArgs),
     /// Run Filecoin's verify_seal on a test sector's proof.
     Verify(VerifyArgs),
+    /// Record a circuit's shape from a blank circuit (no parameters, no sector) and print its sizes
+    /// and how its rows fall on the device's warps.
+    Shape(crate::filecoin_shape::ShapeArgs),
 }
 
 /// The sector sizes a test sector can be sealed at.
@@ -164,6 +168,7 @@ pub(crate) fn run(a: &FilecoinArgs) -> Result<(), CmdError> {
         FilecoinWhat::C2(a) => c2(a),
         FilecoinWhat::Post(a) => post_cmd(a),
         FilecoinWhat::Verify(a) => verify(a),
+        FilecoinWhat::Shape(a) => crate::filecoin_shape::run(a),
     }
 }
 

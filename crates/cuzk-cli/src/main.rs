@@ -13,6 +13,7 @@ mod bench_daemon;
 mod bench_load;
 mod bench_synth;
 mod filecoin;
+mod filecoin_shape;
 mod flags;
 mod keygen;
 mod output;

@@ -78,3 +78,40 @@ fn a_test_sector_proves_and_verifies_from_the_command_line() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("C1 output"), "the reason is named");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_circuits_shape_is_recorded_and_its_rows_profiled_without_parameters() {
+    let out = cuzk(&["filecoin", "shape", "--circuit", "window", "--size", "2KiB", "--json"]);
+    assert!(out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["proof"], "StackedDrgWindow2KiBV1_2");
+    let constraints = report["constraints"].as_u64().unwrap();
+    assert!(constraints > 10_000, "{report}");
+    let matrices = report["matrices"].as_array().unwrap();
+    assert_eq!(matrices.iter().map(|m| m["matrix"].as_str().unwrap()).collect::<Vec<_>>(), ["A", "B", "C"]);
+    for m in matrices {
+        // A row per constraint (the input rows are the prover's, not the shape's).
+        assert_eq!(m["rows"].as_u64(), Some(constraints), "{m}");
+        let entries = m["entries"].as_u64().unwrap();
+        let bounds = m["bounds"].as_array().unwrap();
+        let at =
+            |long_above: serde_json::Value| bounds.iter().find(|b| b["long_above"] == long_above).unwrap();
+        // Every row a thread's: no long rows; sending the long rows to warps never takes more steps
+        // on these rows (a warp's steps are its longest row's entries).
+        let all = at(serde_json::Value::Null);
+        assert_eq!((all["long_rows"].as_u64(), all["warp_steps"].as_u64()), (Some(0), Some(0)), "{m}");
+        let split = at(16.into());
+        assert!(split["steps"].as_u64() <= all["steps"].as_u64(), "{m}");
+        assert!(split["long_entries"].as_u64().unwrap() <= entries, "{m}");
+        let longest = m["longest"].as_u64().unwrap();
+        assert_eq!(split["long_rows"].as_u64().unwrap() > 0, longest > 16, "{m}");
+    }
+    // Poseidon's rows of A are long: most of its entries lie in rows of more than 16.
+    let a = &matrices[0];
+    let split = a["bounds"].as_array().unwrap().iter().find(|b| b["long_above"] == 16).unwrap();
+    assert!(split["long_entries"].as_u64().unwrap() * 2 > a["entries"].as_u64().unwrap(), "{a}");
+    // A size Filecoin does not have is refused, naming the sizes it has.
+    let out = cuzk(&["filecoin", "shape", "--size", "3KiB"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("32GiB"), "the sizes are named");
+}

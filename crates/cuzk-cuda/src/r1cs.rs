@@ -43,7 +43,8 @@ pub enum RowSplit {
 impl RowSplit {
     /// The split resident shapes use: rows of more than 16 entries by a warp each. On the 2^20
     /// porep-like shape any bound from 4 to 32 gives within 1% of the same warp steps (above); 16
-    /// the fewest.
+    /// the fewest, as on Filecoin's own PoRep and PoSt circuits (`cuzk filecoin shape`,
+    /// `cuzk_synth::Csr::row_profile`; docs/benchmarks/gpu-groth16.md).
     pub const DEFAULT: Self = Self::WarpsAbove(16);
 
     /// The longest row a thread takes (`u32::MAX` for every row).

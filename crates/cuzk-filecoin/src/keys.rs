@@ -15,7 +15,7 @@ use storage_proofs_porep::stacked::StackedDrg;
 use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCompound};
 
 use crate::kinds::{filecoin, post_public_params, Seal};
-use crate::{read_params, Bellpepper, CircuitCounts, Error, ProofType};
+use crate::{read_params, Bellpepper, CircuitCounts, Densities, Error, ProofType};
 
 /// A Filecoin proof type's key, resident in an engine.
 #[derive(Clone)]
@@ -79,13 +79,19 @@ impl FilecoinKey {
     }
 }
 
-fn load_for(engine: &Engine, proof: ProofType) -> Result<FilecoinKey, Error> {
-    let t = Instant::now();
-    let circuit = proof.blank_circuit()?;
-    let recording = Bellpepper::new(circuit);
+/// The shape of `proof`'s circuit, recorded from a blank circuit (no parameters needed), with its
+/// sizes and bellperson's densities.
+pub fn record_shape(proof: ProofType) -> Result<(R1csShape, CircuitCounts, Densities), Error> {
+    let recording = Bellpepper::new(proof.blank_circuit()?);
     let outcome = recording.report();
     let shape = R1csShape::record(recording).map_err(|e| Error::circuit(&outcome, None, e.into()))?;
     let (counts, densities) = outcome.recorded().ok_or(Error::NotRecorded)?;
+    Ok((shape, counts, densities))
+}
+
+fn load_for(engine: &Engine, proof: ProofType) -> Result<FilecoinKey, Error> {
+    let t = Instant::now();
+    let (shape, counts, densities) = record_shape(proof)?;
     let record = t.elapsed();
 
     let t = Instant::now();

@@ -28,7 +28,7 @@ pub mod request;
 mod sector;
 
 pub use circuit::{Bellpepper, Bits, CircuitCounts, Densities, Report};
-pub use keys::{ensure_parameters, FilecoinKey, KeyLoad};
+pub use keys::{ensure_parameters, record_shape, FilecoinKey, KeyLoad};
 pub use kinds::{FilecoinCircuit, ProofType, Shape};
 pub use params::{read_params, read_verifying_key, write_params, ParamsError};
 pub use porep::{decode_c1, seal_circuits, seal_commit_phase2, verify_seal};

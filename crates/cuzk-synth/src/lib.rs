@@ -3,11 +3,13 @@
 
 mod compact;
 mod density;
+mod profile;
 mod shape;
 mod synthesize;
 
 pub use compact::{synthesize_compact, CompactWitness};
 pub use density::{Density, ScalarClass};
+pub use profile::{RowProfile, WARP_LANES};
 pub use shape::{
     synthesize_into, synthesize_witness_only, Csr, Evaluations, R1csShape, ShapeCache, ShapeProblem,
     VariableUse, Witness,

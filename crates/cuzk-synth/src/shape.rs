@@ -21,7 +21,7 @@ use ark_relations::gr1cs::{
 };
 use rayon::prelude::*;
 
-use crate::{Counts, Density, SynthError, Synthesized};
+use crate::{Counts, Density, RowProfile, SynthError, Synthesized};
 
 /// Rows evaluated per parallel task.
 const ROWS_PER_TASK: usize = 1024;
@@ -113,6 +113,13 @@ impl Csr {
     /// The length of every row, in order.
     pub fn row_lengths(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
         self.row_starts.windows(2).map(|w| w[1] - w[0])
+    }
+
+    /// How the rows fall on a warp's lanes when the device evaluates this matrix, rows of more than
+    /// `long_above` entries a warp each (`None`: every row a thread's); see [`RowProfile`].
+    pub fn row_profile(&self, long_above: Option<usize>) -> RowProfile {
+        let products = self.coefficients.iter().filter(|&&c| c != 0).count();
+        RowProfile::of(self.row_lengths(), products, long_above)
     }
 
     /// The variable index of every entry, row by row.
