@@ -1,14 +1,21 @@
 //! `cuzk filecoin shape`: a Filecoin circuit's shape, recorded from a blank circuit (no parameters,
 //! no sector), with its sizes and how the rows of A, B and C fall on a warp's lanes when the device
 //! evaluates them (`cuzk::synth::RowProfile`): rows a thread each, and rows of more than a bound a
-//! warp each, at several bounds. Recording takes memory in proportion to the circuit: tens of GiB
-//! for a 32 GiB sector's PoRep partition.
+//! warp each, at several bounds. With a test sector, also the witness of its PoRep's first partition
+//! by the size of its values (what the MSMs over the witness sum over). Recording takes memory in
+//! proportion to the circuit: tens of GiB for a 32 GiB sector's PoRep partition.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
+use ark_ff::{BigInteger, PrimeField};
+
 use clap::{Args, ValueEnum};
-use cuzk::synth::RowProfile;
-use cuzk_filecoin::{record_shape, ProofType, RegisteredPoStProof, RegisteredSealProof};
+use cuzk::synth::{synthesize_witness_only, RowProfile, SynthesisOptions};
+use cuzk::Fr;
+use cuzk_filecoin::{
+    record_shape, seal_circuits, Bellpepper, ProofType, RegisteredPoStProof, RegisteredSealProof, TestSector,
+};
 use serde::Serialize;
 
 use crate::output::{print, CmdError};
@@ -52,6 +59,9 @@ pub(crate) struct ShapeArgs {
     /// The sector size.
     #[arg(long, value_enum, default_value = "2KiB")]
     pub(crate) size: SectorSize,
+    /// A test sector's folder: the PoRep of its size, and its first partition's witness profiled too.
+    #[arg(long, conflicts_with_all = ["circuit", "size"])]
+    pub(crate) sector: Option<PathBuf>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub(crate) json: bool,
@@ -85,6 +95,39 @@ struct ShapeOutput {
     aux: usize,
     /// Per matrix (A, B, C), one profile per bound.
     matrices: Vec<MatrixOutput>,
+    /// With a sector: its first partition's witness variables by the size of their values.
+    witness: Option<WitnessOutput>,
+}
+
+/// Witness variables by value: 0, 1, then below 2^16, 2^64, 2^128, and the rest.
+#[derive(Serialize, Default, Debug, PartialEq, Eq)]
+struct WitnessOutput {
+    variables: usize,
+    zeros: usize,
+    ones: usize,
+    below_2_16: usize,
+    below_2_64: usize,
+    below_2_128: usize,
+    wider: usize,
+}
+
+impl WitnessOutput {
+    fn of(values: &[Fr]) -> Self {
+        let mut w = Self { variables: values.len(), ..Self::default() };
+        for v in values {
+            let bits = v.into_bigint().num_bits();
+            let class = match bits {
+                0 => &mut w.zeros,
+                1 => &mut w.ones,
+                2..=16 => &mut w.below_2_16,
+                17..=64 => &mut w.below_2_64,
+                65..=128 => &mut w.below_2_128,
+                _ => &mut w.wider,
+            };
+            *class += 1;
+        }
+        w
+    }
 }
 
 #[derive(Serialize)]
@@ -128,10 +171,21 @@ impl MatrixOutput {
 
 /// Runs `cuzk filecoin shape`.
 pub(crate) fn run(a: &ShapeArgs) -> Result<(), CmdError> {
-    let proof = proof_type(a.circuit, a.size);
+    let c1 = a.sector.as_deref().map(|dir| TestSector::open(dir)?.c1()).transpose()?;
+    let proof = c1.as_ref().map_or(proof_type(a.circuit, a.size), |c1| ProofType::Seal(c1.registered_proof));
     let t = Instant::now();
     let (shape, counts, _) = record_shape(proof)?;
     let record_seconds = t.elapsed().as_secs_f64();
+    let witness = match &c1 {
+        Some(c1) => {
+            let first = seal_circuits(c1)?.into_iter().next().ok_or("the C1 output has no partitions")?;
+            let options = SynthesisOptions::default();
+            let (partition, _) = synthesize_witness_only(Bellpepper::new(first), &shape, &options)
+                .map_err(|e| format!("partition 0: {e}"))?;
+            Some(WitnessOutput::of(&partition.assignment[shape.counts().instance..]))
+        }
+        None => None,
+    };
     let matrices = [("A", shape.a()), ("B", shape.b()), ("C", shape.c())]
         .into_iter()
         .map(|(name, m)| MatrixOutput::of(name, &BOUNDS.map(|b| m.row_profile(b))))
@@ -143,6 +197,7 @@ pub(crate) fn run(a: &ShapeArgs) -> Result<(), CmdError> {
         inputs: counts.inputs,
         aux: counts.aux,
         matrices,
+        witness,
     };
     print(a.json, &out, text)
 }
@@ -167,11 +222,44 @@ fn text(o: &ShapeOutput) {
             );
         }
     }
+    if let Some(w) = &o.witness {
+        let pct = |n: usize| 100.0 * n as f64 / w.variables.max(1) as f64;
+        println!(
+            "witness of partition 0: {} variables, zeros {:.1}%, ones {:.1}%, below 2^16 {:.1}%, below 2^64 \
+             {:.1}%, below 2^128 {:.1}%, wider {:.1}%",
+            w.variables,
+            pct(w.zeros),
+            pct(w.ones),
+            pct(w.below_2_16),
+            pct(w.below_2_64),
+            pct(w.below_2_128),
+            pct(w.wider)
+        );
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ark_ff::Field;
+
+    #[test]
+    fn witness_values_are_classed_by_their_bits() {
+        let two = |k: u32| Fr::from(2u64).pow([k as u64]);
+        let values = [Fr::from(0u64), Fr::from(1u64), Fr::from(2u64), two(16) - Fr::from(1u64), two(16)];
+        let more = [two(64) - Fr::from(1u64), two(64), two(127), two(128), -Fr::from(1u64)];
+        let w = WitnessOutput::of(&[values.as_slice(), more.as_slice()].concat());
+        let expected = WitnessOutput {
+            variables: 10,
+            zeros: 1,
+            ones: 1,
+            below_2_16: 2,
+            below_2_64: 2,
+            below_2_128: 2,
+            wider: 2,
+        };
+        assert_eq!(w, expected);
+    }
 
     #[test]
     fn every_circuit_and_size_names_its_own_proof_type() {

@@ -35,6 +35,19 @@ fn a_test_sector_proves_and_verifies_from_the_command_line() {
     assert_eq!(std::fs::read(sector.join("proof.bin")).expect("proof.bin").len(), 192);
     assert!(cuzk(&["filecoin", "verify", "--sector", s]).status.success());
 
+    // The sector's PoRep shape, with its first partition's witness by the size of its values.
+    let out = cuzk(&["filecoin", "shape", "--sector", s, "--json"]);
+    assert!(out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["proof"], "StackedDrg2KiBV1_1");
+    let w = &report["witness"];
+    let n = |k: &str| w[k].as_u64().unwrap_or_else(|| panic!("{k} in {w}"));
+    assert_eq!(n("variables"), report["aux"].as_u64().unwrap(), "{report}");
+    let classes = ["zeros", "ones", "below_2_16", "below_2_64", "below_2_128", "wider"];
+    assert_eq!(classes.iter().map(|k| n(k)).sum::<u64>(), n("variables"), "{w}");
+    // A PoRep witness is mostly bits.
+    assert!((n("zeros") + n("ones")) * 2 > n("variables"), "{w}");
+
     let out = cuzk(&[
         "filecoin",
         "post",
