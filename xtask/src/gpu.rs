@@ -202,9 +202,10 @@ fi
 if want witness-bench; then
   {
     bounded "$here/gpu_bench" || status=1
-    bounded "$here/msm_bench" --sizes 24 --curves g1,g2 --scalars bits --ark-max 0 --ones apart,round || status=1
-    bounded "$here/msm_bench" --sizes 27 --curves g1 --scalars bits --ark-max 0 --batches 27 --windows 16,20 --ones apart,round \
-      --sorts binned,direct || status=1
+    bounded "$here/msm_bench" --sizes 24 --curves g1,g2 --scalars bits,porep --ark-max 0 --ones apart,round \
+      || status=1
+    bounded "$here/msm_bench" --sizes 27 --curves g1 --scalars bits --ark-max 0 --batches 27 --windows 16,20 \
+      --ones apart,round --sorts binned,direct || status=1
     bounded "$here/msm_bench" --sizes 16,19 --curves g2 --scalars bits --ark-max 0 --ones apart,round || status=1
   } > "$out/witness-bench.log" 2>&1
   cat "$out/witness-bench.log"

@@ -2,7 +2,7 @@
 //!
 //! Usage: msm_bench [--json FILE] [--ark-max LOG] [--sizes LOG,LOG,...] [--windows C,C,...]
 //!                  [--tables C:M,C:M,...] [--bases device|host|both] [--curves g1,g2]
-//!                  [--scalars random,bits,half] [--first-rounds xyzz,batch,batch:K,auto]
+//!                  [--scalars random,bits,half,porep] [--first-rounds xyzz,batch,batch:K,auto]
 //!                  [--sorts direct,binned] [--batches LOG,LOG,...] [--units integer,fp64,mixed]
 //!                  [--ones auto,apart,round] [--trace]
 //!
@@ -63,6 +63,9 @@ enum Kind {
     /// λ about 2^128), so an MSM of 2n such scalars has the entries and bucket sets of the
     /// endomorphism's MSM of n points.
     Half,
+    /// A real PoRep partition's witness: 51% zeros, 47% ones, 2% whole field elements and nothing
+    /// between (Filecoin's 2 KiB and 8 MiB PoRep, `cuzk filecoin shape --sector`).
+    Porep,
 }
 
 impl Kind {
@@ -71,6 +74,7 @@ impl Kind {
             Kind::Random => "random",
             Kind::Bits => "bit-heavy",
             Kind::Half => "128-bit",
+            Kind::Porep => "porep-witness",
         }
     }
 }
@@ -88,6 +92,11 @@ fn scalars(n: usize, kind: Kind, seed: u64) -> Vec<Fr> {
                         0..=44 => Fr::zero(),
                         45..=89 => Fr::one(),
                         90..=97 => Fr::from(rng.gen_range(2u64..1 << 16)),
+                        _ => Fr::rand(&mut rng),
+                    },
+                    Kind::Porep => match rng.gen_range(0..100) {
+                        0..=50 => Fr::zero(),
+                        51..=97 => Fr::one(),
                         _ => Fr::rand(&mut rng),
                     },
                 })
@@ -481,6 +490,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     "random" => Some(Kind::Random),
                     "bits" => Some(Kind::Bits),
                     "half" => Some(Kind::Half),
+                    "porep" => Some(Kind::Porep),
                     _ => None,
                 })?;
             }
