@@ -8,11 +8,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use ark_ff::{BigInteger, PrimeField};
-
 use clap::{Args, ValueEnum};
-use cuzk::synth::{synthesize_witness_only, RowProfile, SynthesisOptions};
-use cuzk::Fr;
+use cuzk::synth::{synthesize_witness_only, RowProfile, SynthesisOptions, ValueSizes};
 use cuzk_filecoin::{
     record_shape, seal_circuits, Bellpepper, ProofType, RegisteredPoStProof, RegisteredSealProof, TestSector,
 };
@@ -99,8 +96,8 @@ struct ShapeOutput {
     witness: Option<WitnessOutput>,
 }
 
-/// Witness variables by value: 0, 1, then below 2^16, 2^64, 2^128, and the rest.
-#[derive(Serialize, Default, Debug, PartialEq, Eq)]
+/// Witness variables by value ([`ValueSizes`]): 0, 1, then below 2^16, 2^64, 2^128, and the rest.
+#[derive(Serialize)]
 struct WitnessOutput {
     variables: usize,
     zeros: usize,
@@ -111,22 +108,10 @@ struct WitnessOutput {
     wider: usize,
 }
 
-impl WitnessOutput {
-    fn of(values: &[Fr]) -> Self {
-        let mut w = Self { variables: values.len(), ..Self::default() };
-        for v in values {
-            let bits = v.into_bigint().num_bits();
-            let class = match bits {
-                0 => &mut w.zeros,
-                1 => &mut w.ones,
-                2..=16 => &mut w.below_2_16,
-                17..=64 => &mut w.below_2_64,
-                65..=128 => &mut w.below_2_128,
-                _ => &mut w.wider,
-            };
-            *class += 1;
-        }
-        w
+impl From<ValueSizes> for WitnessOutput {
+    fn from(v: ValueSizes) -> Self {
+        let ValueSizes { len, zeros, ones, below_2_16, below_2_64, below_2_128, wider } = v;
+        Self { variables: len, zeros, ones, below_2_16, below_2_64, below_2_128, wider }
     }
 }
 
@@ -182,7 +167,7 @@ pub(crate) fn run(a: &ShapeArgs) -> Result<(), CmdError> {
             let options = SynthesisOptions::default();
             let (partition, _) = synthesize_witness_only(Bellpepper::new(first), &shape, &options)
                 .map_err(|e| format!("partition 0: {e}"))?;
-            Some(WitnessOutput::of(&partition.assignment[shape.counts().instance..]))
+            Some(ValueSizes::of(&partition.assignment[shape.counts().instance..]).into())
         }
         None => None,
     };
@@ -241,25 +226,6 @@ fn text(o: &ShapeOutput) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ark_ff::Field;
-
-    #[test]
-    fn witness_values_are_classed_by_their_bits() {
-        let two = |k: u32| Fr::from(2u64).pow([k as u64]);
-        let values = [Fr::from(0u64), Fr::from(1u64), Fr::from(2u64), two(16) - Fr::from(1u64), two(16)];
-        let more = [two(64) - Fr::from(1u64), two(64), two(127), two(128), -Fr::from(1u64)];
-        let w = WitnessOutput::of(&[values.as_slice(), more.as_slice()].concat());
-        let expected = WitnessOutput {
-            variables: 10,
-            zeros: 1,
-            ones: 1,
-            below_2_16: 2,
-            below_2_64: 2,
-            below_2_128: 2,
-            wider: 2,
-        };
-        assert_eq!(w, expected);
-    }
 
     #[test]
     fn every_circuit_and_size_names_its_own_proof_type() {

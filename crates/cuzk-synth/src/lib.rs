@@ -8,7 +8,7 @@ mod shape;
 mod synthesize;
 
 pub use compact::{synthesize_compact, CompactWitness};
-pub use density::{Density, ScalarClass};
+pub use density::{Density, ScalarClass, ValueSizes};
 pub use profile::{RowProfile, WARP_LANES};
 pub use shape::{
     synthesize_into, synthesize_witness_only, Csr, Evaluations, R1csShape, ShapeCache, ShapeProblem,
