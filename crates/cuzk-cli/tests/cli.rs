@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+use cuzk_testkit::TempDir;
+
 fn cuzk(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_cuzk")).args(args).output().expect("run cuzk")
 }
@@ -167,8 +169,7 @@ fn timeline_summarises_a_scheduler_timeline_and_refuses_bad_files() {
     };
     let s = Scheduler::new(stages, Config { partition_workers: 2, ..Config::default() });
     s.submit(JobId(1), Priority::Normal, None, vec![0; 4]).unwrap().wait().unwrap();
-    let dir = std::env::temp_dir().join(format!("cuzk-cli-timeline-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("cli-timeline");
     let (file, chrome, svg) = (dir.join("t.jsonl"), dir.join("t.trace.json"), dir.join("t.svg"));
     std::fs::write(&file, s.timeline().to_json_lines()).unwrap();
     let (f, c, g) = (file.to_str().unwrap(), chrome.to_str().unwrap(), svg.to_str().unwrap());
@@ -186,12 +187,12 @@ fn timeline_summarises_a_scheduler_timeline_and_refuses_bad_files() {
     std::fs::write(&file, "not json\n").unwrap();
     let out = cuzk(&["timeline", file.to_str().unwrap()]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("line 1"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn pipelined_bench_writes_a_timeline_and_matches_ark_groth16() {
-    let file = std::env::temp_dir().join(format!("cuzk-cli-pipeline-{}.jsonl", std::process::id()));
+    let dir = TempDir::new("cli-pipeline");
+    let file = dir.join("pipeline.jsonl");
     let f = file.to_str().unwrap();
     let v = json(&cuzk(&[
         "bench",
@@ -226,7 +227,6 @@ fn pipelined_bench_writes_a_timeline_and_matches_ark_groth16() {
         let err = String::from_utf8_lossy(&refused.stderr);
         assert!(!refused.status.success() && err.contains("--pipeline"), "{flag:?} needs --pipeline: {err}");
     }
-    let _ = std::fs::remove_file(&file);
 }
 
 #[test]
@@ -271,15 +271,14 @@ fn bench_synth_reports_the_rate_in_both_modes() {
 
 #[test]
 fn keygen_saves_a_key_and_a_shape_that_load_back() {
-    let dir = std::env::temp_dir().join(format!("cuzk-cli-keygen-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let d = dir.to_str().unwrap();
+    let dir = TempDir::new("cli-keygen");
+    let d = dir.path().to_str().unwrap();
     let v = json(&cuzk(&["keygen", "--circuit", "synthetic", "-k", "8", "--key-dir", d, "--json"]));
     assert_eq!(v["circuit"], "synthetic");
     assert_eq!(v["constraints"], 254);
     assert!(v["keygen_seconds"].as_f64().is_some_and(|s| s > 0.0));
     let id = v["shape_id"].as_str().unwrap();
-    let store = cuzk::keystore::KeyStore::open(&dir).unwrap();
+    let store = cuzk::keystore::KeyStore::open(dir.path()).unwrap();
     let (pk, _) = store.load(id).unwrap();
     assert_eq!(pk.a_query.len(), 2 + 255, "instance (1, one input) and witness (255) variables");
     assert_eq!(store.load_shape(id).unwrap().counts().constraints, 254);
@@ -300,5 +299,4 @@ fn keygen_saves_a_key_and_a_shape_that_load_back() {
     let text = cuzk(&["keygen", "--circuit", "porep-like", "-k", "10", "--key-dir", d]);
     assert!(text.status.success() && String::from_utf8_lossy(&text.stdout).contains("key generation"));
     assert_eq!(store.shapes().unwrap().len(), 2);
-    let _ = std::fs::remove_dir_all(&dir);
 }

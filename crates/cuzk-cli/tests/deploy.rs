@@ -22,10 +22,10 @@ fn the_kubernetes_configuration_checks() {
         .map(|l| format!("{}\n", &l[4..]))
         .collect();
     assert!(toml.contains("listen = "), "{toml}");
-    let path = std::env::temp_dir().join(format!("cuzk-deploy-{}.toml", std::process::id()));
+    let dir = cuzk_testkit::TempDir::new("deploy");
+    let path = dir.join("cuzk.toml");
     std::fs::write(&path, &toml).unwrap();
     let out = cuzk().arg("config").arg("--check").arg(&path).output().unwrap();
-    let _ = std::fs::remove_file(&path);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 

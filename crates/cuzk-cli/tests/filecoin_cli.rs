@@ -2,7 +2,6 @@
 //! Filecoin's verify_seal, prove its WinningPoSt side by side with bellperson; bad input is an exit
 //! status of failure with the reason on standard error.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn cuzk(args: &[&str]) -> Output {
@@ -20,8 +19,7 @@ fn cuzk(args: &[&str]) -> Output {
 
 #[test]
 fn a_test_sector_proves_and_verifies_from_the_command_line() {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cuzk-filecoin-cli-{nanos}"));
+    let dir = cuzk_testkit::TempDir::new("filecoin-cli");
     let sector = dir.join("sector");
     let s = sector.to_str().unwrap();
 
@@ -89,7 +87,6 @@ fn a_test_sector_proves_and_verifies_from_the_command_line() {
     ]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("C1 output"), "the reason is named");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -4,6 +4,8 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 
+use cuzk_testkit::TempDir;
+
 fn cuzk() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cuzk"))
 }
@@ -38,13 +40,13 @@ fn http_get(addr: &str, path: &str) -> String {
 
 #[test]
 fn serve_reports_its_addresses_serves_metrics_and_stops_on_sigterm() {
-    let dir = std::env::temp_dir().join(format!("cuzk-serve-cli-{}", std::process::id()));
+    let dir = TempDir::new("serve-cli");
     let mut child = Serving(
         cuzk()
             .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--backend", "cpu"])
             .args(["--generate-missing-keys", "--host-budget-gib", "1.5", "--max-jobs", "16"])
             .args(["--result-ttl-secs", "60", "--priority-workers", "2", "--verify-proofs=true", "--key-dir"])
-            .arg(&dir)
+            .arg(dir.path())
             .stdout(Stdio::piped())
             .spawn()
             .expect("start cuzk serve"),
@@ -88,7 +90,6 @@ fn serve_reports_its_addresses_serves_metrics_and_stops_on_sigterm() {
     assert_eq!(next(), "cuzk serve: stopped");
     let status = child.0.wait().unwrap();
     assert!(status.success(), "{status:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -97,7 +98,8 @@ fn config_prints_a_default_that_checks_and_refuses_bad_files() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("listen = \"127.0.0.1:9820\""), "{text}");
-    let path = std::env::temp_dir().join(format!("cuzk-config-{}.toml", std::process::id()));
+    let dir = TempDir::new("config");
+    let path = dir.join("cuzk.toml");
     std::fs::write(&path, &text).unwrap();
     let checked = cuzk().arg("config").arg("--check").arg(&path).output().unwrap();
     assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stderr));
@@ -109,17 +111,16 @@ fn config_prints_a_default_that_checks_and_refuses_bad_files() {
         "{}",
         String::from_utf8_lossy(&bad.stderr)
     );
-    let _ = std::fs::remove_file(&path);
 }
 
 #[test]
 fn bench_daemon_sweeps_and_checks_every_proof() {
-    let dir = std::env::temp_dir().join(format!("cuzk-bench-daemon-{}", std::process::id()));
+    let dir = TempDir::new("bench-daemon");
     let out = cuzk()
         .args(["bench", "daemon", "--circuit", "synthetic", "-k", "6", "-p", "2", "--proofs", "3"])
         .args(["--urgent", "2", "--urgent-log-constraints", "5", "--in-flight", "1,2"])
         .args(["--partition-workers", "1,2", "--backend", "cpu", "--json", "--key-dir"])
-        .arg(&dir)
+        .arg(dir.path())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -141,19 +142,18 @@ fn bench_daemon_sweeps_and_checks_every_proof() {
         .output()
         .unwrap();
     assert!(!refused.status.success());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_second_sigterm_cancels_the_live_proofs_and_ends_the_drain_at_once() {
     use cuzk_service::proto as pb;
-    let dir = std::env::temp_dir().join(format!("cuzk-serve-twice-{}", std::process::id()));
+    let dir = TempDir::new("serve-twice");
     // The default policy: finish the live proofs, waiting up to shutdown_grace_secs (600).
     let mut child = Serving(
         cuzk()
             .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--backend", "cpu"])
             .args(["--generate-missing-keys", "--partition-workers", "1", "--key-dir"])
-            .arg(&dir)
+            .arg(dir.path())
             .stdout(Stdio::piped())
             .spawn()
             .expect("start cuzk serve"),
@@ -194,7 +194,6 @@ fn a_second_sigterm_cancels_the_live_proofs_and_ends_the_drain_at_once() {
     assert!(took < std::time::Duration::from_secs(10), "the drain went on {took:?} after the second signal");
     let status = child.0.wait().unwrap();
     assert!(status.success(), "{status:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// CPU time (user and system, in clock ticks) the process has used.
@@ -212,8 +211,7 @@ fn idle_connections_under_a_low_open_files_limit_neither_spin_nor_lock_clients_o
     use std::time::{Duration, Instant};
     // This test holds 300 connections of its own.
     cuzk_service::conn::raise_open_files_limit();
-    let dir = std::env::temp_dir().join(format!("cuzk-serve-nofile-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("serve-nofile");
     let config = dir.join("serve.toml");
     std::fs::write(
         &config,
@@ -294,5 +292,4 @@ fn idle_connections_under_a_low_open_files_limit_neither_spin_nor_lock_clients_o
     assert!(killed.success());
     let status = child.0.wait().unwrap();
     assert!(status.success(), "{status:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

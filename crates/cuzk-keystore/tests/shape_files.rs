@@ -5,7 +5,7 @@ use cuzk_keystore::{
     decode_shape, read_shape, write_shape, Error, KeyStore, SHAPE_FORMAT_VERSION, SHAPE_HEADER_LEN,
 };
 use cuzk_synth::{R1csShape, ShapeProblem};
-use cuzk_testkit::{MerklePath, Synthetic};
+use cuzk_testkit::{MerklePath, Synthetic, TempDir};
 
 fn shape() -> R1csShape {
     R1csShape::record(Synthetic::new(40, 3).with_bit_share(300)).unwrap()
@@ -25,15 +25,16 @@ fn reseal(bytes: &mut [u8]) {
     bytes[152..160].copy_from_slice(&header.to_le_bytes());
 }
 
-fn temp_store(test: &str) -> KeyStore {
-    let dir = std::env::temp_dir().join(format!("cuzk-shape-files-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    KeyStore::open(dir).unwrap()
+/// A store in a fresh directory, removed when the first is dropped.
+fn temp_store(test: &str) -> (TempDir, KeyStore) {
+    let dir = TempDir::new(&format!("shape-files-{test}"));
+    let store = KeyStore::open(dir.join("keys")).unwrap();
+    (dir, store)
 }
 
 #[test]
 fn shapes_round_trip_through_the_store() {
-    let store = temp_store("round_trip");
+    let (_dir, store) = temp_store("round_trip");
     let merkle = MerklePath {
         params: cuzk_testkit::poseidon_config(),
         leaf: 1u64.into(),
@@ -51,12 +52,11 @@ fn shapes_round_trip_through_the_store() {
     let names: Vec<_> = std::fs::read_dir(store.dir()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names.len(), 2, "{names:?}");
     assert!(store.shapes().unwrap().is_empty());
-    let _ = std::fs::remove_dir_all(store.dir());
 }
 
 #[test]
 fn missing_foreign_and_misnamed_shapes_are_refused() {
-    let store = temp_store("missing");
+    let (_dir, store) = temp_store("missing");
     assert!(matches!(store.load_shape("nothing"), Err(Error::NotFound { .. })));
     assert!(matches!(store.load_shape("a/b"), Err(Error::InvalidShapeId { .. })));
     store.save_shape("one", &shape()).unwrap();
@@ -69,7 +69,6 @@ fn missing_foreign_and_misnamed_shapes_are_refused() {
     // A proving key file is not a shape file.
     let err = read_shape(store.shape_path_for("one").unwrap().with_extension("cuzkpk"), "one").unwrap_err();
     assert!(matches!(err, Error::NotFound { .. }), "{err}");
-    let _ = std::fs::remove_dir_all(store.dir());
 }
 
 #[test]
@@ -139,7 +138,7 @@ fn every_corruption_is_named() {
 
 #[test]
 fn a_bad_file_on_disk_is_refused_and_a_failed_save_leaves_nothing() {
-    let store = temp_store("on_disk");
+    let (_dir, store) = temp_store("on_disk");
     store.save_shape("s", &shape()).unwrap();
     let path = store.shape_path_for("s").unwrap();
     let mut bytes = std::fs::read(&path).unwrap();
@@ -148,5 +147,4 @@ fn a_bad_file_on_disk_is_refused_and_a_failed_save_leaves_nothing() {
     assert!(matches!(store.load_shape("s"), Err(Error::ShapeFileTruncated { .. })));
     assert!(matches!(store.save_shape("bad id", &shape()), Err(Error::InvalidShapeId { .. })));
     assert_eq!(std::fs::read_dir(store.dir()).unwrap().count(), 1, "no temporary file left");
-    let _ = std::fs::remove_dir_all(store.dir());
 }

@@ -27,7 +27,7 @@ async fn start(name: &str, tune: impl FnOnce(&mut ServiceConfig)) -> Running {
     let mut config = ServiceConfig {
         listen: "127.0.0.1:0".into(),
         metrics_listen: String::new(),
-        key_dir: dir.0.clone(),
+        key_dir: dir.path().to_path_buf(),
         generate_missing_keys: true,
         backend: "cpu".into(),
         partition_workers: 2,
@@ -322,7 +322,7 @@ async fn keys_share_one_budget_and_uncollected_proofs_expire() {
     let r = start("budget", |c| {
         c.host_budget_gib = bytes as f64 / (1u64 << 30) as f64;
         c.result_ttl_secs = 1;
-        c.key_dir = keys.0.clone();
+        c.key_dir = keys.path().to_path_buf();
     })
     .await;
     let mut c = client(&r).await;
@@ -425,9 +425,9 @@ async fn shutdown_finishes_or_cancels_live_proofs_by_policy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_unix_socket_serves_like_tcp_is_private_and_a_stale_one_is_replaced() {
     let dir = temp_dir("unix");
-    let socket = dir.0.join("cuzk.sock");
+    let socket = dir.join("cuzk.sock");
     let config = ServiceConfig {
-        key_dir: dir.0.join("keys"),
+        key_dir: dir.join("keys"),
         generate_missing_keys: true,
         backend: "cpu".into(),
         partition_workers: 2,
@@ -450,7 +450,7 @@ async fn a_unix_socket_serves_like_tcp_is_private_and_a_stale_one_is_replaced() 
         Arc::new(
             Daemon::new(
                 ServiceConfig {
-                    key_dir: dir.0.join("keys"),
+                    key_dir: dir.join("keys"),
                     backend: "cpu".into(),
                     ..ServiceConfig::default()
                 },
@@ -692,7 +692,7 @@ async fn each_kind_of_engine_error_reaches_the_client_as_its_code() {
     // A bug in a circuit (it panics): INTERNAL.
     assert_eq!(c.prove(square(&[13])).await.unwrap_err().code(), Code::Internal);
     // A key file in the directory that is corrupt: DATA_LOSS, naming what is wrong.
-    let store = cuzk::keystore::KeyStore::open(&dir.0).unwrap();
+    let store = cuzk::keystore::KeyStore::open(dir.path()).unwrap();
     let shape_id = "syn-corrupt";
     let synthetic = cuzk_circuits::Synthetic::with_log_rows(5, 1);
     let path = store.path_for(&synthetic.shape_id()).unwrap();
@@ -779,7 +779,7 @@ async fn undecodable_requests_and_key_files_that_are_no_files_are_refused_clearl
     // A FIFO where the key file would be: refused at once (opening it would wait for a writer).
     let mut c = client(&r).await;
     let shape = cuzk_circuits::Synthetic::with_log_rows(5, 0).shape_id();
-    let path = cuzk::keystore::KeyStore::open(&r._dir.0).unwrap().path_for(&shape).unwrap();
+    let path = cuzk::keystore::KeyStore::open(r._dir.path()).unwrap().path_for(&shape).unwrap();
     assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
     let load = pb::LoadKeyRequest {
         key_id: "fifo".into(),
@@ -799,7 +799,11 @@ async fn undecodable_requests_and_key_files_that_are_no_files_are_refused_clearl
 #[test]
 fn submitting_outside_a_runtime_is_an_error_not_a_panic() {
     let dir = temp_dir("no-runtime");
-    let config = ServiceConfig { key_dir: dir.0.clone(), backend: "cpu".into(), ..ServiceConfig::default() };
+    let config = ServiceConfig {
+        key_dir: dir.path().to_path_buf(),
+        backend: "cpu".into(),
+        ..ServiceConfig::default()
+    };
     let daemon = Arc::new(Daemon::new(config.clone(), Registry::default()).unwrap());
     // By default a key the directory lacks is refused, not generated.
     let e = daemon.load_key("k", "synthetic", br#"{"log_rows": 6}"#).unwrap_err();
@@ -852,8 +856,11 @@ fn a_daemon_refuses_to_start_on_a_value_out_of_range_naming_it() {
         ),
         (Box::new(|c: &mut ServiceConfig| c.max_log_rows = 100), "max_log_rows"),
     ] {
-        let mut config =
-            ServiceConfig { key_dir: dir.0.clone(), backend: "cpu".into(), ..ServiceConfig::default() };
+        let mut config = ServiceConfig {
+            key_dir: dir.path().to_path_buf(),
+            backend: "cpu".into(),
+            ..ServiceConfig::default()
+        };
         tune(&mut config);
         let Err(err) = Daemon::new(config, Registry::default()) else { panic!("{field}: accepted") };
         assert!(matches!(err, cuzk_service::ServiceError::InvalidArgument(_)), "{err:?}");

@@ -46,7 +46,7 @@ async fn filecoin_proofs_through_the_daemon() {
 
     let sector_dir = temp_dir("filecoin-sector");
     let mut rng = cuzk_testkit::seeded_rng("daemon-filecoin");
-    let sector = TestSector::seal(&sector_dir.0, seal, &mut rng).expect("seal");
+    let sector = TestSector::seal(sector_dir.path(), seal, &mut rng).expect("seal");
     let randomness = random_field_bytes(&mut rng);
     let vanilla = sector.vanilla_post(winning, &randomness).expect("vanilla");
     let request = PostRequest {

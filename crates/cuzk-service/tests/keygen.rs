@@ -42,7 +42,7 @@ async fn a_key_too_large_for_the_budget_is_refused_before_generation_starts() {
     assert!(status.message().contains("0.50 GiB of 0.50 GiB free now"), "{status:?}");
     // Refused at once (generating 2^20 rows takes a minute here), and nothing was written.
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
-    assert!(key_files(&dir.0).is_empty(), "{:?}", key_files(&dir.0));
+    assert!(key_files(dir.path()).is_empty(), "{:?}", key_files(dir.path()));
     // A key that fits is generated as before.
     assert!(c.load_key(load("small", 6)).await.unwrap().into_inner().generated);
     served.stop().await.unwrap();
@@ -89,7 +89,11 @@ async fn generation_stops_when_its_caller_goes_away_or_the_daemon_shuts_down() {
         assert!(given_up.elapsed() < Duration::from_secs(8), "generation went on after its caller left");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(key_files(&dir.0).is_empty(), "a stopped generation saves nothing: {:?}", key_files(&dir.0));
+    assert!(
+        key_files(dir.path()).is_empty(),
+        "a stopped generation saves nothing: {:?}",
+        key_files(dir.path())
+    );
     // A shutdown stops a generation in progress rather than waiting for it.
     let mut c2 = c.clone();
     let pending = tokio::spawn(async move { c2.load_key(load("late", 18)).await });

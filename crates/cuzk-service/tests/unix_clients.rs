@@ -24,7 +24,7 @@ fn frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
 async fn a_call_with_the_socket_path_as_authority_is_answered() {
     let dir = temp_dir("unix-authority");
     let daemon = cpu_daemon(&dir, Registry::default(), |_| {});
-    let socket = dir.0.join("cuzk.sock");
+    let socket = dir.join("cuzk.sock");
     let served = cuzk_service::spawn(Arc::clone(&daemon), Listen::Unix(socket.clone())).await.unwrap();
     let mut io = tokio::net::UnixStream::connect(&socket).await.unwrap();
     let authority = socket.display().to_string().trim_start_matches('/').replace('/', "%2F");

@@ -3,11 +3,13 @@
 
 mod gadgets;
 mod points;
+mod scratch;
 pub mod sim;
 
 pub use cuzk_circuits::Synthetic;
 pub use gadgets::{poseidon_config, MerklePath, PoseidonHash, Sha256Preimage};
 pub use points::progression;
+pub use scratch::TempDir;
 
 use ark_bls12_381::{Bls12_381, Fr};
 use ark_groth16::{Groth16, ProvingKey};

@@ -1,7 +1,6 @@
 //! Witness-only synthesis in the engine: keys with a recorded R1CS shape, from a circuit or a key
 //! store; the same proofs as full synthesis; circuits of another shape refused; fallback without one.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use ark_bls12_381::{Bls12_381, Fr};
@@ -11,28 +10,11 @@ use cuzk::keystore::KeyStore;
 use cuzk::{Config, Engine, Error, R1csShape, SynthesisMode};
 use cuzk_circuits::{PorepLike, Synthetic};
 use cuzk_groth16::ProveError;
-use cuzk_testkit::{keygen, seeded_rng, Unsatisfied};
+use cuzk_testkit::{keygen, seeded_rng, TempDir, Unsatisfied};
 use rand::RngCore;
 
 fn engine() -> Engine {
     Engine::new(Config::cpu()).unwrap()
-}
-
-/// A fresh directory under the system's temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(test: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("cuzk-shapes-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 #[test]
@@ -168,8 +150,8 @@ fn a_shape_that_does_not_fit_the_key_is_refused_at_attach() {
 #[test]
 fn a_store_without_a_shape_falls_back_to_full_synthesis_and_a_bad_shape_file_is_an_error() {
     let mut rng = seeded_rng("store_fallback");
-    let dir = TempDir::new("fallback");
-    let store = KeyStore::open(&dir.0).unwrap();
+    let dir = TempDir::new("shapes-fallback");
+    let store = KeyStore::open(dir.path()).unwrap();
     let circuit = Synthetic::new(90, 3);
     let id = circuit.shape_id();
     let pk = keygen(circuit, &mut rng);
@@ -221,8 +203,8 @@ fn ten_porep_partitions_through_a_key_store(k: u32, test: &str) {
         (0..PARTITIONS).map(|p| PorepLike::for_log_constraints(k, seed, p).unwrap()).collect();
     let id = circuits[0].params.shape_id();
 
-    let dir = TempDir::new(test);
-    let store = KeyStore::open(&dir.0).unwrap();
+    let dir = TempDir::new(&format!("shapes-{test}"));
+    let store = KeyStore::open(dir.path()).unwrap();
     store.save(&id, &keygen(circuits[0], &mut rng)).unwrap();
     store.save_shape(&id, &R1csShape::record(circuits[0]).unwrap()).unwrap();
 

@@ -1,36 +1,12 @@
 //! Helpers shared by the integration tests: scratch directories and small keys.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use ark_bls12_381::{Bls12_381, Fr};
 use ark_groth16::ProvingKey;
 use cuzk_keystore::{write_key, KeyStore};
 use cuzk_testkit::{keygen, seeded_rng, OneConstraint, Synthetic};
 
-/// A fresh directory under cargo's scratch folder for integration tests, removed on drop.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    pub fn new(test: &str) -> Self {
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("cuzk-keystore-{test}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("create scratch directory");
-        Self(dir)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use cuzk_testkit::TempDir;
 
 /// The key of [`OneConstraint`]: 1.4 KB on disk, small enough to corrupt at every byte.
 pub fn tiny_key(test: &str) -> ProvingKey<Bls12_381> {

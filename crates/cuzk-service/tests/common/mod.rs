@@ -1,20 +1,10 @@
 //! Shared by the daemon's integration tests: a key directory of their own, removed afterwards.
 
-/// A fresh directory, removed when dropped.
-pub struct TempDir(pub std::path::PathBuf);
+pub use cuzk_testkit::TempDir;
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A fresh directory named after `name`, this process and the time.
+/// A fresh directory for the daemon test `name`.
 pub fn temp_dir(name: &str) -> TempDir {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let dir = std::env::temp_dir().join(format!("cuzk-service-{name}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    TempDir(dir)
+    TempDir::new(&format!("service-{name}"))
 }
 
 /// A daemon with the CPU backend over `dir`, generating the keys it lacks, with `registry`'s kinds.
@@ -24,7 +14,7 @@ pub fn cpu_daemon(
     tune: impl FnOnce(&mut cuzk_service::ServiceConfig),
 ) -> std::sync::Arc<cuzk_service::Daemon> {
     let mut config = cuzk_service::ServiceConfig {
-        key_dir: dir.0.clone(),
+        key_dir: dir.path().to_path_buf(),
         generate_missing_keys: true,
         backend: "cpu".into(),
         ..cuzk_service::ServiceConfig::default()
