@@ -6,8 +6,9 @@
 //! order (bellpepper's input 0 is arkworks' constant one), the auxiliary variables in order, and, when
 //! that system builds matrices, every constraint with its merged, non-zero terms. Arkworks numbers
 //! instance and witness variables separately, so interleaved `alloc_input` and `alloc` calls land in
-//! the same columns as bellperson's. A witness-only system gets the assignment alone: the
-//! constraints' closures are never called.
+//! the same columns as bellperson's. A witness-only system gets the assignment alone, computed on a
+//! [`Witnesses`] system (the constraints' closures are never called), on several threads where the
+//! circuit allows ([`Witness`]).
 //!
 //! In setup mode (shape recording, key generation) a blank circuit's missing values are taken as
 //! zero: only the shape is wanted there, as in bellperson's parameter generator.
@@ -29,12 +30,11 @@ use ark_relations::gr1cs::{
     ConstraintSynthesizer, ConstraintSystemRef, LinearCombination as ArkLc, SynthesisError as ArkError,
     Variable as ArkVariable,
 };
-use bellpepper_core::{
-    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError as BellError, Variable,
-};
+use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError as BellError, Variable};
 use ff::Field;
 
 use crate::field::to_ark;
+use crate::witness::{Witness, Witnesses};
 
 /// A growable bit vector.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -159,13 +159,29 @@ fn to_ark_error(e: &BellError) -> ArkError {
     }
 }
 
-impl<C: Circuit<blstrs::Scalar>> ConstraintSynthesizer<Fr> for Bellpepper<C> {
+impl<C: Witness> ConstraintSynthesizer<Fr> for Bellpepper<C> {
     fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), ArkError> {
         let fail = |message: String, error: ArkError| {
             self.outcome.lock().unwrap_or_else(PoisonError::into_inner).error = Some(message);
             Err(error)
         };
-        let mut rec = Recorder::new(cs.should_construct_matrices(), cs.is_in_setup_mode());
+        let (record, blank) = (cs.should_construct_matrices(), cs.is_in_setup_mode());
+        if !record && !blank {
+            let mut w = Witnesses::root();
+            if let Err(e) = self.circuit.witness(&mut w) {
+                return fail(e.to_string(), to_ark_error(&e));
+            }
+            let (inputs, aux) = w.into_parts();
+            for v in &inputs[1..] {
+                let _ = cs.new_input_variable(|| Ok(*v))?;
+            }
+            drop(inputs);
+            for v in &aux {
+                let _ = cs.new_witness_variable(|| Ok(*v))?;
+            }
+            return Ok(());
+        }
+        let mut rec = Recorder::new(record, blank);
         if let Err(e) = self.circuit.synthesize(&mut rec) {
             return fail(e.to_string(), to_ark_error(&e));
         }

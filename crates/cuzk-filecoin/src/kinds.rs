@@ -21,6 +21,8 @@ use storage_proofs_core::parameter_cache::{
 use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound, StackedDrg};
 use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
 
+use crate::partition::SealPartition;
+use crate::witness::{Witness, Witnesses};
 use crate::Error;
 
 /// A Filecoin proof whose SNARK cuzk proves.
@@ -99,20 +101,24 @@ pub(crate) type SealCircuit<Tree> = StackedCircuit<Tree, DefaultPieceHasher>;
 
 /// A tree shape of Filecoin's sector sizes, which can name its circuits in [`FilecoinCircuit`].
 pub trait Shape: 'static + MerkleTreeTrait + Sized {
-    /// The seal circuit as a [`FilecoinCircuit`].
+    /// The seal circuit as a [`FilecoinCircuit`] (a blank one: the shape).
     fn seal(c: SealCircuit<Self>) -> FilecoinCircuit;
+    /// A seal partition to prove as a [`FilecoinCircuit`].
+    fn seal_partition(c: SealPartition<Self>) -> FilecoinCircuit;
     /// The PoSt circuit as a [`FilecoinCircuit`].
     fn post(c: FallbackPoStCircuit<Self>) -> FilecoinCircuit;
 }
 
 macro_rules! circuits {
-    ($($shape:ident => $seal:ident, $post:ident;)*) => {
+    ($($shape:ident => $seal:ident, $partition:ident, $post:ident;)*) => {
         /// One of Filecoin's circuits, of any sector size: what cuzk proves for a partition.
         #[allow(clippy::large_enum_variant)]
         pub enum FilecoinCircuit {
             $(
-                #[doc = concat!("A seal (PoRep C2) partition of ", stringify!($shape), ".")]
+                #[doc = concat!("A blank seal (PoRep C2) circuit of ", stringify!($shape), ".")]
                 $seal(SealCircuit<filecoin_proofs::constants::$shape>),
+                #[doc = concat!("A seal (PoRep C2) partition of ", stringify!($shape), " to prove.")]
+                $partition(SealPartition<filecoin_proofs::constants::$shape>),
                 #[doc = concat!("A PoSt partition of ", stringify!($shape), ".")]
                 $post(FallbackPoStCircuit<filecoin_proofs::constants::$shape>),
             )*
@@ -122,6 +128,9 @@ macro_rules! circuits {
             impl Shape for filecoin_proofs::constants::$shape {
                 fn seal(c: SealCircuit<Self>) -> FilecoinCircuit {
                     FilecoinCircuit::$seal(c)
+                }
+                fn seal_partition(c: SealPartition<Self>) -> FilecoinCircuit {
+                    FilecoinCircuit::$partition(c)
                 }
                 fn post(c: FallbackPoStCircuit<Self>) -> FilecoinCircuit {
                     FilecoinCircuit::$post(c)
@@ -135,7 +144,23 @@ macro_rules! circuits {
                 cs: &mut CS,
             ) -> Result<(), bellpepper_core::SynthesisError> {
                 match self {
-                    $(Self::$seal(c) => c.synthesize(cs), Self::$post(c) => c.synthesize(cs),)*
+                    $(
+                        Self::$seal(c) => c.synthesize(cs),
+                        Self::$partition(c) => c.synthesize(cs),
+                        Self::$post(c) => c.synthesize(cs),
+                    )*
+                }
+            }
+        }
+
+        /// A seal partition's challenges are synthesized in parts on several threads; a PoSt's sectors
+        /// too (its circuit's own parallel path, [`Witnesses`] being extensible).
+        impl Witness for FilecoinCircuit {
+            fn witness(self, w: &mut Witnesses) -> Result<(), bellpepper_core::SynthesisError> {
+                use bellpepper_core::Circuit;
+                match self {
+                    $(Self::$partition(c) => c.witness(w),)*
+                    other => other.synthesize(w),
                 }
             }
         }
@@ -144,9 +169,9 @@ macro_rules! circuits {
 
 circuits! {
     // 2 KiB, 8 MiB and 512 MiB sectors share one tree shape (8-ary, no sub-trees).
-    SectorShape2KiB => SealBase8, PostBase8;
-    SectorShape32GiB => SealSub8, PostSub8;
-    SectorShape64GiB => SealTop2, PostTop2;
+    SectorShape2KiB => SealBase8, PartitionBase8, PostBase8;
+    SectorShape32GiB => SealSub8, PartitionSub8, PostSub8;
+    SectorShape64GiB => SealTop2, PartitionTop2, PostTop2;
 }
 
 impl std::fmt::Debug for FilecoinCircuit {

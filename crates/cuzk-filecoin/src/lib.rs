@@ -22,18 +22,22 @@ pub mod field;
 mod keys;
 mod kinds;
 pub mod params;
+mod partition;
 mod porep;
 mod post;
 pub mod request;
 mod sector;
+pub mod witness;
 
 pub use circuit::{Bellpepper, Bits, CircuitCounts, Densities, Report};
 pub use keys::{ensure_parameters, record_shape, FilecoinKey, KeyLoad};
 pub use kinds::{FilecoinCircuit, ProofType, Shape};
 pub use params::{read_params, read_verifying_key, write_params, ParamsError};
+pub use partition::SealPartition;
 pub use porep::{decode_c1, seal_circuits, seal_commit_phase2, verify_seal};
 pub use post::{post, post_circuits, Partitions};
 pub use sector::{random_field_bytes, SectorInfo, TestSector};
+pub use witness::{Witness, Witnesses};
 
 /// The Filecoin proofs API's types a caller of this crate needs.
 pub use filecoin_proofs::PoStType;

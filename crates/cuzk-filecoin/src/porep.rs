@@ -10,15 +10,15 @@ use ark_ff::UniformRand;
 use ark_serialize::CanonicalSerialize;
 use blstrs::Scalar;
 use cuzk::{Engine, Fr};
-use filecoin_hashers::{Domain, Hasher};
+use filecoin_hashers::Domain;
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::{as_safe_commitment, DefaultPieceDomain};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::{ProverId, SectorId};
-use storage_proofs_core::compound_proof::{self, CompoundProof};
-use storage_proofs_porep::stacked::{self, StackedDrg};
+use storage_proofs_porep::stacked;
 
-use crate::kinds::{filecoin, FilecoinCircuit, Seal, Shape};
+use crate::kinds::{FilecoinCircuit, Shape};
+use crate::partition::{Commitments, SealPartition};
 use crate::{prove_circuits, Error, FilecoinKey, ProofType};
 
 /// Decodes a C1 output as the Filecoin proofs API (and lotus, and curio) write it: serde JSON.
@@ -103,33 +103,25 @@ fn circuits_for<Tree: Shape>(c1: &SealCommitPhase1Output) -> Result<Vec<Filecoin
     let comm_d_safe =
         DefaultPieceDomain::try_from_bytes(&comm_d).map_err(|e| Error::BadInput(format!("comm_d: {e:#}")))?;
     let replica_id: Scalar = replica_id.into();
-    let public_inputs = stacked::PublicInputs::<<Tree::Hasher as Hasher>::Domain, _> {
-        replica_id: replica_id.into(),
-        tau: Some(stacked::Tau { comm_d: comm_d_safe, comm_r: comm_r_safe }),
-        k: None,
-        seed: Some(seed),
-    };
-    let setup = compound_proof::SetupParams {
-        vanilla_params: filecoin_proofs::parameters::setup_params(&config).map_err(filecoin)?,
-        partitions: Some(partitions),
-        priority: false,
-    };
-    type S<'a, Tree> = StackedDrg<'a, Tree, DefaultPieceHasher>;
-    let public_params =
-        <Seal<Tree> as CompoundProof<'static, S<'static, Tree>, _>>::setup(&setup).map_err(filecoin)?;
     vanilla
-        .iter()
+        .into_iter()
         .enumerate()
-        .map(|(k, proof)| {
-            <Seal<Tree> as CompoundProof<'static, S<'static, Tree>, _>>::circuit(
-                &public_inputs,
-                (),
-                proof,
-                &public_params.vanilla_params,
-                Some(k),
-            )
-            .map(Tree::seal)
-            .map_err(filecoin)
+        .map(|(k, challenges)| {
+            // Every challenge of a partition opens the same two trees (filecoin-proofs refuses otherwise).
+            let (comm_r_last, comm_c) = (challenges[0].comm_r_last(), challenges[0].comm_c());
+            if challenges.iter().any(|p| p.comm_r_last() != comm_r_last || p.comm_c() != comm_c) {
+                return Err(Error::BadInput(format!(
+                    "C1 output: partition {k}'s vanilla proofs disagree on comm_r_last or comm_c"
+                )));
+            }
+            let commitments = Commitments {
+                replica_id: replica_id.into(),
+                comm_d: comm_d_safe,
+                comm_r: comm_r_safe,
+                comm_r_last,
+                comm_c,
+            };
+            Ok(Tree::seal_partition(SealPartition { commitments, challenges }))
         })
         .collect()
 }

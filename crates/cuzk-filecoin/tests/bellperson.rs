@@ -10,7 +10,7 @@ use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar};
 use common::TempDir;
 use cuzk::{Config, Engine};
-use cuzk_filecoin::{field, read_params, write_params, Bellpepper};
+use cuzk_filecoin::{field, read_params, write_params, Bellpepper, Witness};
 use ff::Field;
 use rand::RngCore;
 
@@ -21,6 +21,9 @@ use rand::RngCore;
 struct Awkward {
     x: Scalar,
 }
+
+/// Its witness is synthesized whole.
+impl Witness for Awkward {}
 
 impl Circuit<Scalar> for Awkward {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
@@ -58,6 +61,8 @@ struct Sha {
     message: Vec<bool>,
 }
 
+impl Witness for Sha {}
+
 impl Circuit<Scalar> for Sha {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         let bits = self
@@ -87,7 +92,7 @@ fn proof_bytes_bell(p: &bellperson::groth16::Proof<Bls12>) -> Vec<u8> {
 
 /// Bellperson's parameters for `circuit`, written to a file, read back for cuzk; a proof from each
 /// prover with the same `r` and `s`; the bytes compared; the file written back from the arkworks key.
-fn same_proof_as_bellperson<C: Circuit<Scalar> + Clone + Send + 'static>(test: &str, circuit: C) {
+fn same_proof_as_bellperson<C: Witness + Clone + Send + 'static>(test: &str, circuit: C) {
     let mut rng = cuzk_testkit::seeded_rng(test);
     let params = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng)
         .expect("bellperson parameters");

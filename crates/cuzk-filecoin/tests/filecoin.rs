@@ -9,13 +9,14 @@ mod common;
 
 use std::time::Instant;
 
+use bellpepper_core::Circuit;
 use blstrs::Scalar;
 use common::{filecoin_env, TempDir};
 use cuzk::{Config, Engine};
 use cuzk_filecoin::{
     ensure_parameters, post, post_circuits, prove_circuits, random_field_bytes, seal_circuits,
     seal_commit_phase2, Error, FilecoinCircuit, FilecoinKey, Partitions, PoStType, ProofType,
-    RegisteredPoStProof, RegisteredSealProof, SectorId, TestSector,
+    RegisteredPoStProof, RegisteredSealProof, SectorId, TestSector, Witness, Witnesses,
 };
 use ff::Field;
 
@@ -162,6 +163,22 @@ fn a_porep_c2_proves_as_bellperson_does_and_verifies() {
     let (prover, id) = (sector.info.prover_id, SectorId::from(sector.info.sector_id));
 
     let circuits = || seal_circuits(&c1).expect("circuits");
+    // The witness of the challenges synthesized in parallel runs is the sequential synthesis's.
+    let mut whole = Witnesses::root();
+    let t = Instant::now();
+    circuits().remove(0).synthesize(&mut whole).expect("sequential synthesis");
+    let sequential = t.elapsed();
+    let mut parted = Witnesses::root();
+    let t = Instant::now();
+    circuits().remove(0).witness(&mut parted).expect("synthesis in parts");
+    println!(
+        "C2: witness {:.1?} in parts on {} threads, {sequential:.1?} whole; {} values",
+        t.elapsed(),
+        rayon::current_num_threads(),
+        parted.aux().len()
+    );
+    assert!(whole.aux().len() > 1_000_000);
+    assert!(parted.inputs() == whole.inputs() && parted.aux() == whole.aux(), "the parts' witness differs");
     let b = blinding(test, 1);
     let t = Instant::now();
     let ours = prove_circuits(&engine, &key, circuits(), Some(b.clone())).expect("cuzk proves");
