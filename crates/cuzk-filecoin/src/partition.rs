@@ -29,13 +29,6 @@ pub(crate) struct Commitments<Tree: MerkleTreeTrait> {
     pub(crate) comm_c: <Tree::Hasher as Hasher>::Domain,
 }
 
-impl<Tree: MerkleTreeTrait> SealPartition<Tree> {
-    /// The number of challenges.
-    pub fn challenges(&self) -> usize {
-        self.challenges.len()
-    }
-}
-
 /// Filecoin's seal circuit over `commitments` and `challenges`: its prefix (the public inputs,
 /// `comm_r = H(comm_c, comm_r_last)`), then each challenge in order.
 fn synthesize_seal<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar>>(

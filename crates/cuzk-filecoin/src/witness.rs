@@ -66,16 +66,6 @@ impl Witnesses {
         (self.inputs, self.aux)
     }
 
-    /// Appends `other`'s assignment (a root system's: its constant one is not repeated).
-    pub(crate) fn append(&mut self, mut other: Self) {
-        self.inputs.extend_from_slice(other.inputs.get(1..).unwrap_or_default());
-        if self.aux.is_empty() {
-            std::mem::swap(&mut self.aux, &mut other.aux);
-        } else {
-            self.aux.append(&mut other.aux);
-        }
-    }
-
     /// Whether this part dropped exactly `prefix`'s assignment (what a root system holds after the
     /// prefix alone), or, when it dropped nothing, begins with it.
     pub(crate) fn has_prefix(&self, prefix: &Witnesses) -> bool {
@@ -89,6 +79,19 @@ impl Witnesses {
             self.skipped.0 == inputs && self.skipped.1 == aux
         }
     }
+}
+
+/// Puts `value` in `skipped` while `left` says the prefix is not yet dropped, else in `kept`; the
+/// index it returns is never read (see the module's documentation).
+fn keep_or_skip(value: Fr, left: &mut usize, skipped: &mut Vec<Fr>, kept: &mut Vec<Fr>) -> usize {
+    let to = if *left > 0 {
+        *left -= 1;
+        skipped
+    } else {
+        kept
+    };
+    to.push(value);
+    to.len() - 1
 }
 
 impl ConstraintSystem<blstrs::Scalar> for Witnesses {
@@ -105,14 +108,8 @@ impl ConstraintSystem<blstrs::Scalar> for Witnesses {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        let value = to_ark(&f()?);
-        if self.skip.1 > 0 {
-            self.skip.1 -= 1;
-            self.skipped.1.push(value);
-        } else {
-            self.aux.push(value);
-        }
-        Ok(Variable::new_unchecked(Index::Aux(self.aux.len().saturating_sub(1))))
+        let at = keep_or_skip(to_ark(&f()?), &mut self.skip.1, &mut self.skipped.1, &mut self.aux);
+        Ok(Variable::new_unchecked(Index::Aux(at)))
     }
 
     fn alloc_input<F, A, AR>(&mut self, _annotation: A, f: F) -> Result<Variable, SynthesisError>
@@ -121,14 +118,8 @@ impl ConstraintSystem<blstrs::Scalar> for Witnesses {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        let value = to_ark(&f()?);
-        if self.skip.0 > 0 {
-            self.skip.0 -= 1;
-            self.skipped.0.push(value);
-        } else {
-            self.inputs.push(value);
-        }
-        Ok(Variable::new_unchecked(Index::Input(self.inputs.len().saturating_sub(1))))
+        let at = keep_or_skip(to_ark(&f()?), &mut self.skip.0, &mut self.skipped.0, &mut self.inputs);
+        Ok(Variable::new_unchecked(Index::Input(at)))
     }
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _annotation: A, _a: LA, _b: LB, _c: LC)
@@ -195,10 +186,9 @@ pub(crate) fn join_parts<P: Send>(
         }
         joined.push(part);
     }
-    let total: usize = joined.iter().map(|p| p.aux.len()).sum();
-    w.aux.reserve(total);
+    w.aux.reserve(joined.iter().map(|p| p.aux.len()).sum());
     for part in joined {
-        w.append(part);
+        w.extend(&part);
     }
     Ok(())
 }
